@@ -1,0 +1,45 @@
+# attnflow front door. Two commands on a fresh machine: `make book` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.attnflow-installed
+export HF_DATASETS_OFFLINE ?= 1
+export HF_HUB_OFFLINE ?= 1
+export PYTHONHASHSEED ?= 0
+export MPLBACKEND ?= Agg
+
+.PHONY: setup book test run bench clean help
+
+help:
+	@echo "make book                      set up .venv, execute every page, build HTML in _build/html"
+	@echo "make test                      set up .venv and run the test suite (pages smoke-run)"
+	@echo "make run NB=PAGE P='k=v ...'   execute one page with new parameters (PROFILE=smoke|paper)"
+	@echo "make bench                     speed benchmarks (ratios against baselines)"
+
+$(STAMP): requirements-lock.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-lock.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PY) -c "import torch, sys; sys.exit('a CUDA build of torch was installed on a CPU-only machine' if (torch.version.cuda and not torch.cuda.is_available()) else 0)"
+	touch $@
+
+setup: $(STAMP)
+
+book: setup
+	rm -rf _build/html _build/claims _build/.doctrees
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "book: open _build/html/index.html"
+
+test: setup
+	$(PY) -m pytest
+
+run: setup
+	@test -n "$(NB)" || { echo "usage: make run NB=sharpening/lemma1_rescaling P='key=value ...' [PROFILE=paper] [OUT=dir]"; exit 2; }
+	$(VENV)/bin/attnflow run $(NB) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT),--output $(OUT)) $(addprefix -p ,$(P))
+
+bench: setup
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf _build
