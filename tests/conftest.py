@@ -3,5 +3,4 @@ import os
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("ATTNFLOW_QUIET", "1")

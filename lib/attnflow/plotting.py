@@ -28,6 +28,19 @@ def use_style() -> None:
         "legend.frameon": False,
         "lines.linewidth": 1.8,
     })
+    _inline_in_kernels()
+
+
+def _inline_in_kernels() -> None:
+    """Show figures in executed notebooks even when the environment sets MPLBACKEND=Agg (a
+    common CI setting), which silently replaces a kernel's inline backend."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is in the lock
+        return
+    shell = get_ipython()
+    if shell is not None and "IPKernelApp" in shell.config:
+        shell.run_line_magic("matplotlib", "inline")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.5, height: float = 3.0, **kw):

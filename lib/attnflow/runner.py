@@ -211,7 +211,7 @@ def run_page(
         claims_tmp = tmp / "claims"
         nb_tmp = tmp / f"{name}.ipynb"
         try:
-            with _env(ATTNFLOW_CLAIMS_DIR=str(claims_tmp), MPLBACKEND="Agg"):
+            with _env(ATTNFLOW_CLAIMS_DIR=str(claims_tmp)):
                 papermill.execute_notebook(
                     nb, str(nb_tmp), parameters=params, cwd=str(path.parent), kernel_name="python3",
                     progress_bar=False, log_output=False, execution_timeout=timeout,
