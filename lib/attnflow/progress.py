@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
-from tqdm.auto import tqdm
+with warnings.catch_warnings():
+    # In a kernel without ipywidgets tqdm.auto warns "IProgress not found" on import; that
+    # stderr output fails the strict book build (mystnb.stderr) of every page that trains.
+    warnings.simplefilter("ignore")
+    from tqdm.auto import tqdm
 
 __all__ = ["progress", "quiet"]
 

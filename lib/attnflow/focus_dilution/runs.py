@@ -1,0 +1,149 @@
+"""Population gradient flows of the focus–dilution model, ready for the pages.
+
+    run = runs.population_flow(chain, d_model=8, init_scale=1e-3, seed=1, t_eval=runs.time_grid(3e4))
+
+integrates dθ/dt = −∇L(θ) for the exact population loss with ``attnflow.flow.integrate``
+(BDF, Jacobian = the autograd Hessian, float64) and measures every stage quantity.
+These flows are stiff (TOOLING.md): explicit methods need ~10⁵–10⁷ evaluations where BDF
+needs ~10⁴. BLAS and torch are kept to one thread while integrating: the matrices are tiny,
+and on a shared 2-core machine extra threads only spin against each other (measured: a
+208×208 LU factorisation took 34 ms instead of 0.4 ms under contention).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnflow import flow
+from attnflow.focus_dilution import measure
+from attnflow.focus_dilution.chain import MarkovChain
+from attnflow.focus_dilution.model import PopulationLoss, init_params
+
+__all__ = ["single_threaded", "time_grid", "population_flow", "FlowRun"]
+
+RTOL, ATOL = 1e-8, 1e-12   # solver tolerances of every page (TOOLING.md: 5 digits agree across methods)
+
+
+def _openblas_setters() -> list:
+    """(set, get) pairs of the OpenBLAS libraries loaded by numpy and scipy (threadpoolctl's trick)."""
+    pairs = []
+    try:
+        libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps") if "openblas" in ln.lower()})
+    except OSError:        # not Linux: leave BLAS threads alone
+        return pairs
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for suffix in ("", "64_"):
+            for prefix in ("openblas", "scipy_openblas"):
+                s, g = f"{prefix}_set_num_threads{suffix}", f"{prefix}_get_num_threads{suffix}"
+                if hasattr(lib, s) and hasattr(lib, g):
+                    pairs.append((getattr(lib, s), getattr(lib, g)))
+    return pairs
+
+
+@contextlib.contextmanager
+def single_threaded():
+    """Run torch and OpenBLAS on one thread inside the block, restoring the settings after."""
+    n_torch = torch.get_num_threads()
+    setters = _openblas_setters()
+    old = [get() for _, get in setters]
+    torch.set_num_threads(1)
+    for set_, _ in setters:
+        set_(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n_torch)
+        for (set_, _), n in zip(setters, old):
+            set_(n)
+
+
+def time_grid(horizon: float, fine_until: float = 300.0, fine_dt: float = 1.0, coarse_dt: float = 10.0) -> np.ndarray:
+    """Stored times: every ``fine_dt`` up to ``fine_until`` (condensation), then every ``coarse_dt``."""
+    fine = np.arange(0.0, min(horizon, fine_until), fine_dt)
+    coarse = np.arange(fine_until, horizon, coarse_dt) if horizon > fine_until else np.array([])
+    return np.unique(np.concatenate([fine, coarse, [horizon]]))
+
+
+@dataclass
+class FlowRun(measure.Trajectory):
+    """A measured trajectory plus what produced it."""
+
+    chain: MarkovChain | None = None
+    loss_fn: PopulationLoss | None = None
+    result: flow.FlowResult | None = None
+
+
+def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float = 1e-3, seed: int = 1,
+                    score_scale: float = 1.0, t_eval=None, horizon: float | None = None,
+                    theta0: dict[str, torch.Tensor] | None = None, method: str = "BDF",
+                    rtol: float = RTOL, atol: float = ATOL, dense_output: bool = False) -> FlowRun:
+    """Gradient flow of the population loss from the spec's small initialization (or ``theta0``).
+
+    Returns a :class:`FlowRun`: ``run.t``, ``run.q`` (stage quantities), ``run.nfev``,
+    ``run.wall_s`` and the raw ``run.result`` (``result.states()``, dense ``result.sol``).
+    """
+    loss = PopulationLoss(chain, score_scale)
+    if t_eval is None:
+        t_eval = time_grid(horizon if horizon is not None else 3e4)
+    if theta0 is None:
+        theta0 = init_params(chain.d, d_model, init_scale, seed)
+    with single_threaded():
+        res = flow.integrate(loss, theta0, t_eval, method=method, rtol=rtol, atol=atol, dense_output=dense_output)
+        q = measure.quantities(res.states(), loss)
+    return FlowRun(t=res.t, q=q, nfev=res.nfev, wall_s=res.wall_s, chain=chain, loss_fn=loss, result=res)
+
+
+def euler_flow(loss: PopulationLoss, theta0: dict[str, torch.Tensor], dt: float, t_end: float,
+               record_every: float = 1.0) -> tuple[np.ndarray, dict[str, torch.Tensor], int]:
+    """Fixed-step explicit Euler θ ← θ − dt ∇L(θ) (the spec's reference integrator, Appendix A)
+    with torch autograd; returns (t (n,), states name → (n, *shape), gradient evaluations)."""
+    theta = {n: v.detach().clone().requires_grad_(True) for n, v in theta0.items()}
+    n_steps = int(round(t_end / dt))
+    every = max(1, int(round(record_every / dt)))
+    ts, rec = [], {n: [] for n in theta}
+    with single_threaded():
+        for k in range(n_steps + 1):
+            if k % every == 0 or k == n_steps:
+                ts.append(k * dt)
+                for n, v in theta.items():
+                    rec[n].append(v.detach().clone())
+            if k == n_steps:
+                break
+            grads = torch.autograd.grad(loss(theta), list(theta.values()))
+            with torch.no_grad():
+                for v, g in zip(theta.values(), grads):
+                    v -= dt * g
+    return np.array(ts), {n: torch.stack(v) for n, v in rec.items()}, n_steps
+
+
+def project_rank_one(theta: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Orthogonal projection onto the rank-one manifold 𝓜₁ along u = top right singular vector
+    of W0: W0 → W0uuᵀ, W1 → uuᵀW1, WQ → uuᵀWQ, WK → uuᵀWK. 𝓜₁ is invariant under the flow
+    (the transverse gradient vanishes on it), so a flow started here stays on it."""
+    u = torch.linalg.svd(theta["W0"], full_matrices=False)[2][0]     # (m,)
+    uu = torch.outer(u, u)                                           # (m, m)
+    return {"W0": theta["W0"] @ uu, "WQ": uu @ theta["WQ"], "WK": uu @ theta["WK"], "W1": uu @ theta["W1"]}
+
+
+def linear_origin_flow(chain: MarkovChain, theta0: dict[str, torch.Tensor], t: np.ndarray) -> dict[str, np.ndarray]:
+    """σ₁(W0(t)) and σ₁(W1(t)) of the linearized flow at the origin (R1), Ẇ0 = B W1ᵀ,
+    Ẇ1 = W0ᵀ B, solved exactly by a matrix exponential from the same θ(0); each (len(t),)."""
+    from scipy.linalg import expm
+
+    from attnflow.focus_dilution.closed_forms import B_matrix
+
+    d = chain.d
+    B = B_matrix(chain)
+    K = np.block([[np.zeros((d, d)), B], [B.T, np.zeros((d, d))]])        # (2d, 2d) acting on [W0; W1ᵀ]
+    X0 = np.vstack([theta0["W0"].numpy(), theta0["W1"].numpy().T])       # (2d, m)
+    X = np.stack([expm(K * s) @ X0 for s in t])                          # (T, 2d, m)
+    return {"sigma1_W0": np.linalg.svd(X[:, :d], compute_uv=False)[:, 0],
+            "sigma1_W1": np.linalg.svd(X[:, d:], compute_uv=False)[:, 0]}

@@ -1,0 +1,200 @@
+"""One-layer self-attention with a collapsed or factorized QK and OV circuit (spec §4).
+
+Names [paper]; formulas [reconstruction] after Elhage et al. (2021). Prediction is read at the
+last position (the query token x_T):
+
+    s_i = σ_s · e_{x_T}ᵀ W_QK e_{x_i},   p = softmax(s),   z = W_OV Σ_i p_i e_{x_i},
+    L = Σ_samples w · (−log softmax(z)_y).
+
+``parametrization`` picks each circuit: CA/FA = collapsed W_QK (d×d) or factorized W_Q W_Kᵀ
+(W_Q, W_K: d×d_h); CO/FO = collapsed W_OV (K×d) or factorized W_O W_V (W_O: K×d_h,
+W_V: d_h×d). The embedding e (V×d, orthonormal rows) is a fixed buffer. The two circuits are
+two parameter groups, so η_QK and η_OV are set independently (:meth:`SelfAttention.groups` for
+``attnflow.train``, :meth:`SelfAttention.rates` for ``attnflow.flow``).
+
+    model = SelfAttention(ModelConfig("FAFO", vocab_size=V, n_classes=K))
+    out = model(batch.tokens)             # out.logits (B, K), out.attn (B, T), out.scores (B, T)
+    loss = model.loss(batch)              # weighted cross-entropy (population or sampled)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, NamedTuple
+
+import torch
+from torch import nn
+
+from attnflow.params import ParameterError
+
+__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "circuits", "orthogonal_embedding"]
+
+# name -> (factorized QK, factorized OV)
+PARAMETRIZATIONS = {"CACO": (False, False), "CAFO": (False, True), "FACO": (True, False), "FAFO": (True, True)}
+QK_NAMES = {False: ("W_qk",), True: ("W_q", "W_k")}
+OV_NAMES = {False: ("W_ov",), True: ("W_o", "W_v")}
+
+
+def circuits(parametrization: str) -> tuple[bool, bool]:
+    """(factorized QK, factorized OV) of a parametrization name; clear error otherwise."""
+    if parametrization not in PARAMETRIZATIONS:
+        raise ParameterError(
+            f"parameter 'parametrization': received {parametrization!r}; allowed: one of {', '.join(PARAMETRIZATIONS)}"
+        )
+    return PARAMETRIZATIONS[parametrization]
+
+
+def orthogonal_embedding(vocab_size: int, d: int | None = None, seed: int | None = None,
+                         dtype=torch.float64) -> torch.Tensor:
+    """Orthonormal token embeddings (V, d): one-hot when ``seed`` is None, else random orthogonal."""
+    d = vocab_size if d is None else d
+    if d < vocab_size:
+        raise ParameterError(f"parameter 'd': orthonormal embeddings of {vocab_size} tokens need d ≥ {vocab_size}; received {d}")
+    if seed is None:
+        return torch.eye(vocab_size, d, dtype=dtype)
+    g = torch.Generator().manual_seed(seed)
+    Q, _ = torch.linalg.qr(torch.randn(d, vocab_size, generator=g, dtype=torch.float64))   # (d, V)
+    return Q.T.contiguous().to(dtype)                                                       # (V, d)
+
+
+@dataclass
+class ModelConfig:
+    """The model of spec §4; ``d``/``d_h`` default to V (one-hot embeddings, full-rank heads)."""
+
+    parametrization: str                # CACO, CAFO, FACO or FAFO
+    vocab_size: int                     # V
+    n_classes: int                      # K output classes
+    d: int | None = None                # embedding dimension (≥ V); None → V
+    d_h: int | None = None              # head dimension of the factors; None → d
+    attend_self: bool = False           # the query attends to its own position
+    score_scale: float = 1.0            # σ_s, e.g. 1/√d_h (spec §4.1: optional)
+    embedding_seed: int | None = None   # None: one-hot embedding; int: random orthogonal
+    dtype: torch.dtype = torch.float64
+
+    def __post_init__(self):
+        circuits(self.parametrization)
+        self.d = self.vocab_size if self.d is None else self.d
+        self.d_h = self.d if self.d_h is None else self.d_h
+        if self.d_h < 1:
+            raise ParameterError(f"parameter 'd_h': received {self.d_h}; allowed: an integer ≥ 1")
+        if not self.score_scale > 0:
+            raise ParameterError(f"parameter 'score_scale': received {self.score_scale}; allowed: a number > 0")
+
+
+class Output(NamedTuple):
+    logits: torch.Tensor   # (B, K)
+    attn: torch.Tensor     # (B, T) attention probabilities of the last position (0 on masked)
+    scores: torch.Tensor   # (B, T) attention scores (−inf on masked positions)
+
+
+class SelfAttention(nn.Module):
+    """Single-head self-attention read at the last position, with circuit switch (spec §4.2)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.factorized_qk, self.factorized_ov = circuits(cfg.parametrization)
+        d, d_h, K = cfg.d, cfg.d_h, cfg.n_classes
+        self.register_buffer("emb", orthogonal_embedding(cfg.vocab_size, d, cfg.embedding_seed, cfg.dtype))  # (V, d)
+        z = lambda *shape: nn.Parameter(torch.zeros(*shape, dtype=cfg.dtype))
+        if self.factorized_qk:
+            self.W_q, self.W_k = z(d, d_h), z(d, d_h)
+        else:
+            self.W_qk = z(d, d)
+        if self.factorized_ov:
+            self.W_o, self.W_v = z(K, d_h), z(d_h, d)
+        else:
+            self.W_ov = z(K, d)
+
+    # -- circuits -------------------------------------------------------------------------------
+    @property
+    def qk_names(self) -> tuple[str, ...]:
+        return QK_NAMES[self.factorized_qk]
+
+    @property
+    def ov_names(self) -> tuple[str, ...]:
+        return OV_NAMES[self.factorized_ov]
+
+    def W_qk_eff(self) -> torch.Tensor:
+        """The collapsed QK matrix W_QK (d, d), = W_Q W_Kᵀ when factorized."""
+        return self.W_q @ self.W_k.T if self.factorized_qk else self.W_qk
+
+    def W_ov_eff(self) -> torch.Tensor:
+        """The collapsed OV matrix W_OV (K, d), = W_O W_V when factorized."""
+        return self.W_o @ self.W_v if self.factorized_ov else self.W_ov
+
+    def groups(self, lr_qk: float, lr_ov: float) -> dict[str, tuple[list[nn.Parameter], float]]:
+        """Parameter groups {"qk": (params, η_QK), "ov": (params, η_OV)} for ``attnflow.train``."""
+        return {"qk": ([getattr(self, n) for n in self.qk_names], lr_qk),
+                "ov": ([getattr(self, n) for n in self.ov_names], lr_ov)}
+
+    def rates(self, lr_qk: float, lr_ov: float) -> dict[str, float]:
+        """Learning rate per parameter name, for ``attnflow.flow.integrate``."""
+        return {**{n: lr_qk for n in self.qk_names}, **{n: lr_ov for n in self.ov_names}}
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """Detached copies of the parameters (name -> tensor), the flow's state θ."""
+        return {n: p.detach().clone() for n, p in self.named_parameters()}
+
+    def load(self, theta: Mapping[str, torch.Tensor]) -> "SelfAttention":
+        """Copy a state θ (e.g. ``FlowResult.state(i)``) into the parameters."""
+        with torch.no_grad():
+            for n, p in self.named_parameters():
+                p.copy_(theta[n])
+        return self
+
+    # -- forward --------------------------------------------------------------------------------
+    def forward(self, tokens: torch.Tensor) -> Output:
+        # Token coordinates (no positional encoding): score and logit contribution of every
+        # vocabulary token, then gathered per position — far cheaper than (B, T, d) products.
+        key_dir = self.emb[tokens[:, -1]] @ self.W_qk_eff()             # (B, d): e_{x_T}ᵀ W_QK
+        token_scores = key_dir @ self.emb.T                             # (B, V)
+        scores = self.cfg.score_scale * token_scores.gather(1, tokens)  # (B, T)
+        if not self.cfg.attend_self:
+            mask = torch.zeros_like(scores, dtype=torch.bool)
+            mask[:, -1] = True
+            scores = scores.masked_fill(mask, float("-inf"))
+        attn = torch.softmax(scores, dim=-1)                            # (B, T)
+        token_logits = self.emb @ self.W_ov_eff().T                     # (V, K): W_OV e_x for every token
+        logits = (attn[:, :, None] * token_logits[tokens]).sum(1)       # (B, K) = W_OV Σ_i p_i e_{x_i}
+        return Output(logits, attn, scores)
+
+    def loss(self, batch) -> torch.Tensor:
+        """Weighted cross-entropy Σ w_i CE_i (a ``data.Batch``: population or sampled)."""
+        logits = self(batch.tokens).logits                              # (B, K)
+        ce = torch.nn.functional.cross_entropy(logits, batch.targets, reduction="none")   # (B,)
+        return (batch.weights.to(ce.dtype) * ce).sum()
+
+    def functional_loss(self, batch):
+        """θ ↦ L(θ) for ``attnflow.flow.integrate`` (torch.func: autograd gradient and Hessian)."""
+        buffers = dict(self.named_buffers())
+
+        def loss(theta: Mapping[str, torch.Tensor]) -> torch.Tensor:
+            out = torch.func.functional_call(self, {**theta, **buffers}, (batch.tokens,))
+            ce = torch.nn.functional.cross_entropy(out.logits, batch.targets, reduction="none")   # (B,)
+            return (batch.weights.to(ce.dtype) * ce).sum()
+
+        return loss
+
+    # -- initializations (spec §4.3) ------------------------------------------------------------
+    def init_gaussian(self, std: float, generator: torch.Generator) -> "SelfAttention":
+        """Every parameter i.i.d. N(0, std²) (experiments: std ∈ {0.01, 0.1}/√d)."""
+        if not std > 0:
+            raise ParameterError(f"parameter 'init_std': received {std}; allowed: a number > 0")
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(std * torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.dtype))
+        return self
+
+    def init_zero(self) -> "SelfAttention":
+        """Zero (symmetric) initialization; only for collapsed circuits — zero is a saddle of a
+        factorized circuit, which would never move (use ``reduction.init_on_manifold``)."""
+        if self.factorized_qk or self.factorized_ov:
+            raise ParameterError(
+                f"parameter 'init': zero initialization of {self.cfg.parametrization} leaves its factorized "
+                f"circuit at a saddle (no gradient); use a small balanced or Gaussian initialization"
+            )
+        with torch.no_grad():
+            for p in self.parameters():
+                p.zero_()
+        return self
+

@@ -1,0 +1,266 @@
+"""The reduced (a, b) dynamics of the four parametrizations (spec §5.2, §6).
+
+[reconstruction] of Proposition 2, Theorem 3 and Theorem 4. With p(b) = eᵇ/(eᵇ + n) the
+attention mass on the distinct token, s = e^{ap}/(e^{ap} + K − 1) the correct-class probability
+and g = 1 − s:
+
+    da/dt = η_OV ρ_OV(a) p g,        ρ_OV = 1 (CO) or √(4a² + δ_OV²) (FO; 2|a| balanced),
+    db/dt = η_QK ρ_QK(b) a p(1−p) g, ρ_QK = 1 (CA) or 2|b| (FA, balanced).
+
+Theorem 3: Ψ(b) − r Φ(a) is constant, r = η_QK/η_OV, with Φ = ∫ a/ρ_OV da and
+Ψ = ∫ db/(ρ_QK (1 − p)) in closed form (the exponential integral Ei for factorized QK).
+
+The right-hand side is written in torch (float64, numerically stable through sigmoids, so g and
+1 − p never cancel), its Jacobian comes from ``torch.func.jacfwd``, and :func:`solve` integrates
+it with ``attnflow.flow.solve`` — by default in log time τ = log(1 + t), where the slow
+logarithmic growth takes evenly sized steps up to t = 10⁶ and beyond.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from scipy.special import expi
+
+from attnflow import flow
+from attnflow.params import ParameterError
+from attnflow.sharpening.model import circuits
+
+__all__ = ["ReducedSystem", "ReducedRun", "solve", "time_grid", "HorizonError"]
+
+LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)      # ≈ 709.78
+
+
+class HorizonError(ParameterError):
+    """The requested horizon would overflow float64 (e^a or e^b beyond ≈ 1.8e308)."""
+
+
+@dataclass(frozen=True)
+class ReducedSystem:
+    """One reduced system: a parametrization with its learning rates, n and K."""
+
+    parametrization: str        # CACO, CAFO, FACO, FAFO
+    lr_ratio: float = 1.0       # r = η_QK/η_OV (> 0)
+    n_compete: int = 9          # n, non-distinct positions in the softmax
+    n_classes: int = 5          # K
+    lr_ov: float = 1.0          # η_OV (time unit)
+    imbalance_ov: float = 0.0   # δ_OV = o² − v² of an unbalanced (scalar) factorized OV pair
+
+    def __post_init__(self):
+        circuits(self.parametrization)
+        for name, ok, allowed in (
+            ("lr_ratio", math.isfinite(self.lr_ratio) and self.lr_ratio > 0, "a finite number > 0"),
+            ("lr_ov", math.isfinite(self.lr_ov) and self.lr_ov > 0, "a finite number > 0"),
+            ("n_compete", isinstance(self.n_compete, int) and self.n_compete >= 1, "an integer ≥ 1"),
+            ("n_classes", isinstance(self.n_classes, int) and self.n_classes >= 2, "an integer ≥ 2"),
+            ("imbalance_ov", math.isfinite(self.imbalance_ov), "a finite number"),
+        ):
+            if not ok:
+                raise ParameterError(f"parameter {name!r}: received {getattr(self, name)!r}; allowed: {allowed}")
+
+    @property
+    def factorized_qk(self) -> bool:
+        return circuits(self.parametrization)[0]
+
+    @property
+    def factorized_ov(self) -> bool:
+        return circuits(self.parametrization)[1]
+
+    @property
+    def lr_qk(self) -> float:
+        return self.lr_ratio * self.lr_ov
+
+    # -- the model -------------------------------------------------------------------------------
+    def attention(self, b):
+        """p(b) = eᵇ/(eᵇ + n), torch or numpy."""
+        lib = torch if torch.is_tensor(b) else np
+        return 1.0 / (1.0 + self.n_compete * lib.exp(-b))
+
+    def p_correct(self, a, b):
+        """s = e^u/(e^u + K − 1), u = a p(b)."""
+        lib = torch if torch.is_tensor(a) else np
+        return 1.0 / (1.0 + (self.n_classes - 1) * lib.exp(-a * self.attention(b)))
+
+    def loss(self, a, b):
+        """L(a, b) = −log s (torch, differentiable)."""
+        return torch.nn.functional.softplus(math.log(self.n_classes - 1) - a * self.attention(b))
+
+    def rhs_torch(self, y: torch.Tensor) -> torch.Tensor:
+        """(da/dt, db/dt) at y = (a, b), shape (..., 2); Proposition 2."""
+        a, b = y[..., 0], y[..., 1]
+        log_n = math.log(self.n_compete)
+        p = torch.sigmoid(b - log_n)                              # attention on the distinct token
+        one_minus_p = torch.sigmoid(log_n - b)
+        g = torch.sigmoid(math.log(self.n_classes - 1) - a * p)  # 1 − s without cancellation
+        rho_ov = torch.sqrt(4 * a**2 + self.imbalance_ov**2) if self.factorized_ov else torch.ones_like(a)
+        rho_qk = 2 * b.abs() if self.factorized_qk else torch.ones_like(b)
+        da = self.lr_ov * rho_ov * p * g
+        db = self.lr_qk * rho_qk * a * p * one_minus_p * g
+        return torch.stack([da, db], dim=-1)
+
+    # -- Theorem 3 ----------------------------------------------------------------------------------
+    def phi(self, a):
+        """OV potential Φ(a) = ∫ a/ρ_OV da: a²/2 (CO), √(4a² + δ²)/4 (FO; a/2 balanced, a > 0)."""
+        a = np.asarray(a, dtype=float)
+        return np.sqrt(4 * a**2 + self.imbalance_ov**2) / 4 if self.factorized_ov else a**2 / 2
+
+    def psi(self, b):
+        """QK potential Ψ(b) = ∫ db/(ρ_QK(1 − p)): b + eᵇ/n (CA), ½(ln b + Ei(b)/n) (FA, b > 0)."""
+        b = np.asarray(b, dtype=float)
+        if self.factorized_qk:
+            if np.any(b <= 0):
+                raise ValueError("Ψ of a factorized QK circuit is defined for b > 0 (ln b)")
+            return 0.5 * (np.log(b) + expi(b) / self.n_compete)
+        return b + np.exp(b) / self.n_compete
+
+    def invariant(self, a, b):
+        """Ψ(b) − r Φ(a), constant along the flow (Theorem 3)."""
+        return self.psi(b) - self.lr_ratio * self.phi(a)
+
+    # -- Theorem 4 (leading-order laws) ---------------------------------------------------------------
+    def a_law(self, t):
+        """OV scalar: log((K−1)η_OV t) (CO); log t + log log t + log(2(K−1)η_OV) (FO)."""
+        t = np.asarray(t, dtype=float)
+        base = np.log((self.n_classes - 1) * self.lr_ov * t)
+        return base + np.log(2 * np.log(t)) if self.factorized_ov else base
+
+    def odds_law_in_a(self, a, b):
+        """Attention odds eᵇ/n from Theorem 3 at large a, b: r a²/2, r a/2, r a² b, r a b."""
+        a, b, r = np.asarray(a, float), np.asarray(b, float), self.lr_ratio
+        phi = a / 2 if self.factorized_ov else a**2 / 2
+        return 2 * r * b * phi if self.factorized_qk else r * phi
+
+    def odds_law(self, t):
+        """Odds in t (Theorem 4 table), L = log t: CACO r L²/2, CAFO r L/2, FACO 2r L² log L,
+        FAFO r L log L (Theorem 3 with a ≈ L and b ≈ 2 log L or log L)."""
+        L = np.log(np.asarray(t, dtype=float))
+        r = self.lr_ratio
+        return {"CACO": r * L**2 / 2, "CAFO": r * L / 2, "FACO": 2 * r * L**2 * np.log(L),
+                "FAFO": r * L * np.log(L)}[self.parametrization]
+
+    def check_horizon(self, horizon: float) -> None:
+        """HorizonError when e^a or e^b would overflow float64 by t = horizon (Theorem 4 laws)."""
+        if not (math.isfinite(horizon) and horizon > 0):
+            raise HorizonError(f"parameter 'horizon': received {horizon!r}; allowed: a finite number > 0")
+
+        def log_growth(log_t: float) -> float:
+            L = max(log_t, 1.0)
+            a = log_t + math.log((self.n_classes - 1) * self.lr_ov) + (math.log(2 * L) if self.factorized_ov else 0.0)
+            a = max(a, 1.0)
+            log_odds = math.log(self.lr_ratio) + (2 * math.log(a) if not self.factorized_ov else math.log(a))
+            log_odds += math.log(2 * max(math.log(max(a, math.e)), 1.0)) if self.factorized_qk else 0.0
+            return max(a, log_odds + math.log(self.n_compete))
+
+        if log_growth(math.log(max(horizon, 1.0))) > LOG_FLOAT_MAX - 10:
+            lo, hi = 0.0, math.log(max(horizon, 1.0))
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if log_growth(mid) <= LOG_FLOAT_MAX - 10 else (lo, mid)
+            raise HorizonError(
+                f"parameter 'horizon': received {horizon:.3g}; by then the {self.parametrization} scalars "
+                f"would exceed the float64 range (e^a or e^b > 1.8e308; Theorem 4: a ≈ log t). "
+                f"Allowed: horizon ≤ {math.exp(lo):.3g}"
+            )
+
+
+@dataclass
+class ReducedRun:
+    """A solved reduced trajectory with the solver's statistics and the matched-loss event."""
+
+    system: ReducedSystem
+    t: np.ndarray               # (n_times,)
+    a: np.ndarray               # (n_times,)
+    b: np.ndarray               # (n_times,)
+    nfev: int                   # right-hand-side evaluations
+    njev: int                   # Jacobian evaluations
+    wall_s: float
+    method: str
+    log_time: bool
+    matched: float | None = None                     # s level of the matched-loss event
+    event: dict | None = field(default=None)         # t, a, b, p at the first s = matched
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.system.attention(self.b)
+
+    @property
+    def s(self) -> np.ndarray:
+        return self.system.p_correct(self.a, self.b)
+
+    @property
+    def odds(self) -> np.ndarray:
+        """Attention odds eᵇ/n = p/(1 − p)."""
+        return np.exp(self.b) / self.system.n_compete
+
+    def drift(self) -> float:
+        """max_t |(Ψ − rΦ)(t) − (Ψ − rΦ)(0)| (Theorem 3)."""
+        inv = self.system.invariant(self.a, self.b)
+        return float(np.max(np.abs(inv - inv[0])))
+
+    def at(self, t: float) -> dict:
+        """State at a stored time (exact match required)."""
+        i = int(np.argmin(np.abs(self.t - t)))
+        if not math.isclose(self.t[i], t, rel_tol=1e-9):
+            raise KeyError(f"time {t:g} is not a stored time of this run; pass it in `times`")
+        return {"t": self.t[i], "a": self.a[i], "b": self.b[i], "p": self.p[i], "s": self.s[i], "odds": self.odds[i]}
+
+    def matched_event(self) -> dict:
+        if self.event is None:
+            raise RuntimeError(f"s never reached {self.matched} before t = {self.t[-1]:g}; extend the horizon")
+        return self.event
+
+
+def time_grid(horizon: float, n_times: int = 400, t_min: float = 1e-2, times=()) -> np.ndarray:
+    """0, then log-spaced times from t_min to the horizon, plus any requested ``times``."""
+    grid = np.concatenate([[0.0], np.geomspace(min(t_min, horizon), horizon, max(n_times - 1, 1)),
+                           np.asarray(times, float), [horizon]])
+    return np.unique(grid[grid <= horizon])
+
+
+def solve(system: ReducedSystem, horizon: float, *, a0: float = 0.1, b0: float = 0.1, n_times: int = 400,
+          times=(), t_eval=None, log_time: bool = True, matched: float | None = 0.9, method: str = "LSODA",
+          rtol: float = 1e-10, atol: float = 1e-12) -> ReducedRun:
+    """Integrate the reduced ODE from (a0, b0) to ``horizon`` (adaptive, Jacobian from autograd).
+
+    Stored times: :func:`time_grid` (log-spaced, plus ``times``), or exactly ``t_eval``.
+    ``matched``: record the first time the correct-class probability s reaches this level.
+    """
+    system.check_horizon(horizon)
+    if system.factorized_qk and b0 <= 0:
+        raise ParameterError(f"parameter 'b0': a factorized QK circuit needs b0 > 0 (Ψ has ln b); received {b0}")
+    if system.factorized_ov and not a0 > 0:
+        raise ParameterError(f"parameter 'a0': a factorized OV circuit needs a0 > 0 (a = 0 is a fixed point); received {a0}")
+    t_eval = time_grid(horizon, n_times, times=times) if t_eval is None else np.asarray(t_eval, dtype=float)
+    jac_fn = torch.func.jacfwd(system.rhs_torch)
+
+    def f_t(t, y):
+        return system.rhs_torch(torch.from_numpy(y)).numpy()
+
+    def J_t(t, y):
+        return jac_fn(torch.from_numpy(y)).numpy()
+
+    if log_time:  # τ = log(1 + t): dy/dτ = (1 + t) f(t, y)
+        f = lambda tau, y: (1.0 + math.expm1(tau)) * f_t(None, y)
+        jac = lambda tau, y: (1.0 + math.expm1(tau)) * J_t(None, y)
+        grid = np.log1p(t_eval)
+    else:
+        f, jac, grid = f_t, J_t, t_eval
+    events = []
+    if matched is not None:
+        def hit(tau, y):
+            return float(system.p_correct(y[0], y[1])) - matched
+
+        hit.direction = 1
+        events = [hit]
+    res = flow.solve(f, np.array([a0, b0], float), grid, jac=jac, method=method, rtol=rtol, atol=atol,
+                     events=events)
+    t = np.expm1(res.t) if log_time else res.t
+    event = None
+    if events and len(res.t_events[0]):
+        te, (ae, be) = res.t_events[0][0], res.y_events[0][0]
+        event = {"t": float(np.expm1(te) if log_time else te), "a": float(ae), "b": float(be),
+                 "p": float(system.attention(be)), "s": float(system.p_correct(ae, be))}
+    return ReducedRun(system, t, res.y[:, 0], res.y[:, 1], res.nfev, res.njev, res.wall_s, method, log_time,
+                      matched, event)

@@ -1,0 +1,248 @@
+"""From the full model to the reduced (a, b) dynamics: the invariant manifold of Proposition 2.
+
+[reconstruction]. With orthonormal embeddings, one distinct token per class, the query not
+attending to itself and a class-symmetric state, the full model's parameters live on a manifold
+described by two scalars, in token coordinates (W_OV e_x and e_qᵀ W_QK e_x):
+
+- OV: the distinct block is a·(I − 11ᵀ/K) + const·11ᵀ, common and query columns class-constant;
+  a = the logit the distinct token of class c adds to class c relative to the others;
+- QK: the score row is β on distinct tokens and γ on common tokens; b = σ_s (β − γ).
+
+By class and common-token symmetry the population gradient is tangent to this manifold, and
+projecting gradient flow onto it (each coordinate moves at −η ∂L/∂θ / ‖E_θ‖²) gives the reduced
+ODE of spec §6 with explicit constants (derived in ``symbolic.full_model_reduction``):
+
+    da/dt = η_OV c_OV ρ_OV(a) p g,      c_OV = 1/(K − 1),                    ρ_OV = 1 or 2|a|,
+    db/dt = η_QK κ^m ρ_QK(b) a p(1−p) g, κ = σ_s √(1/K + 1/M), m = 2 (CA) or 1 (FA), ρ_QK = 1 or 2|b|.
+
+So the full model is the spec's reduced ODE with η_OV' = c_OV η_OV and η_QK' = κ^m η_QK
+(:func:`reduced_rates`). The factorized circuits must start balanced
+(:func:`init_on_manifold` builds such factors).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnflow.params import ParameterError
+from attnflow.sharpening.data import Task
+from attnflow.sharpening.model import SelfAttention
+
+__all__ = ["Constants", "constants", "reduced_rates", "init_on_manifold", "coordinates", "Comparison",
+           "compare_with_reduced", "DiscreteRun", "gd_on_manifold"]
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Constants of the exact reduction of the full model (Proposition 2)."""
+
+    n_classes: int        # K
+    n_compete: int        # n, positions competing with the distinct token
+    c_ov: float           # OV metric factor 1/(K − 1)
+    kappa: float          # QK factor σ_s √(1/K + 1/N_C), N_C = M (+1 if the query attends to itself)
+
+
+def constants(task: Task, attend_self: bool = False, score_scale: float = 1.0) -> Constants:
+    """The reduction constants; error when the setting has no exact two-scalar reduction."""
+    if task.distinct_per_class != 1 or task.distinct_per_seq != 1:
+        raise ParameterError(
+            "the exact (a, b) reduction needs distinct_per_class = distinct_per_seq = 1; received "
+            f"{task.distinct_per_class}, {task.distinct_per_seq}"
+        )
+    if task.label_noise:
+        raise ParameterError(f"parameter 'label_noise': the exact reduction needs 0; received {task.label_noise}")
+    if attend_self and task.n_common != task.n_common_positions:
+        # The query appears once per sequence, a common token (T − 2)/M times on average: their
+        # scores receive different gradients and leave the manifold unless M = T − 2.
+        raise ParameterError(
+            f"with attend_self=True the query score leaves the two-scalar manifold unless n_common = "
+            f"seq_len − 2; received n_common={task.n_common}, seq_len={task.seq_len}"
+        )
+    n_c = task.n_common + int(attend_self)
+    K = task.n_classes
+    return Constants(K, task.n_compete(attend_self), 1.0 / (K - 1), score_scale * math.sqrt(1.0 / K + 1.0 / n_c))
+
+
+def reduced_rates(parametrization: str, const: Constants, lr_qk: float, lr_ov: float) -> tuple[float, float]:
+    """(η_QK', η_OV') of the spec's reduced ODE that the full model follows exactly."""
+    from attnflow.sharpening.model import circuits
+
+    fa, _ = circuits(parametrization)
+    return lr_qk * const.kappa ** (1 if fa else 2), lr_ov * const.c_ov
+
+
+def _token_directions(task: Task, attend_self: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """u (V,) = 1_D/K − 1_C/N_C (the QK score direction of b) and P (K, K) = I − 11ᵀ/K."""
+    V, K = task.vocab_size, task.n_classes
+    group = task.common_ids() + ([task.query_id] if attend_self else [])
+    u = torch.zeros(V, dtype=torch.float64)
+    u[task.distinct_ids()] = 1.0 / K
+    u[group] = -1.0 / len(group)
+    P = torch.eye(K, dtype=torch.float64) - 1.0 / K                       # (K, K)
+    return u, P
+
+
+def init_on_manifold(model: SelfAttention, task: Task, a0: float, b0: float) -> SelfAttention:
+    """Symmetric (collapsed) / balanced (factorized) initial state with OV scalar a0, QK scalar b0.
+
+    Collapsed: W_OV = a0 P e_D, W_QK = e_q wᵀ e with w = c u. Factorized: balanced factors of the
+    same products — W_O = √a0 [P | 0], W_V = √a0 [P | 0]ᵀ e_D (needs d_h ≥ K), and the rank-one
+    W_Q = √(|c|‖u‖) e_q v₁ᵀ, W_K = sign(c) √(|c|‖u‖) (eᵀû) v₁ᵀ, so W_Qᵀ W_Q = W_Kᵀ W_K.
+    """
+    cfg = model.cfg
+    const = constants(task, cfg.attend_self, cfg.score_scale)  # validates the setting
+    if model.factorized_ov and not a0 > 0:
+        raise ParameterError(f"parameter 'a0': a factorized OV circuit needs a0 > 0; received {a0}")
+    if model.factorized_qk and b0 == 0:
+        raise ParameterError("parameter 'b0': a factorized QK circuit at b0 = 0 sits at a saddle; use b0 ≠ 0")
+    if model.factorized_ov and cfg.d_h < task.n_classes:
+        raise ParameterError(f"parameter 'd_h': balanced OV factors need d_h ≥ K = {task.n_classes}; received {cfg.d_h}")
+    emb = model.emb.to(torch.float64)                                     # (V, d)
+    K, d_h = task.n_classes, cfg.d_h
+    u, P = _token_directions(task, cfg.attend_self)
+    e_D = emb[task.distinct_ids()]                                        # (K, d)
+    e_q = emb[task.query_id]                                              # (d,)
+    c = b0 / (cfg.score_scale * float(u @ u))                             # w = c u gives b = σ_s c ‖u‖²
+    state = {}
+    if model.factorized_ov:
+        U = torch.zeros(K, d_h, dtype=torch.float64)
+        U[:, :K] = P                                                      # (K, d_h), U Uᵀ = P
+        state["W_o"] = math.sqrt(a0) * U                                  # (K, d_h)
+        state["W_v"] = math.sqrt(a0) * U.T @ e_D                          # (d_h, d)
+    else:
+        state["W_ov"] = a0 * P @ e_D                                      # (K, d)
+    if model.factorized_qk:
+        s = math.sqrt(abs(c) * float(u.norm()))
+        v1 = torch.zeros(d_h, dtype=torch.float64)
+        v1[0] = 1.0
+        state["W_q"] = s * torch.outer(e_q, v1)                           # (d, d_h)
+        state["W_k"] = math.copysign(s, c) * torch.outer(emb.T @ (u / u.norm()), v1)   # (d, d_h)
+    else:
+        state["W_qk"] = c * torch.outer(e_q, emb.T @ u)                   # (d, d)
+    return model.load({k: v.to(cfg.dtype) for k, v in state.items()})
+
+
+def coordinates(model: SelfAttention, task: Task, theta: dict[str, torch.Tensor] | None = None):
+    """(a, b, residual) of a state, batched over leading dims (e.g. ``FlowResult.states()``).
+
+    a, b: the OV and QK scalars (least-squares projection on the manifold); residual: the
+    largest distance of any token-coordinate entry from the manifold (0 on it).
+    """
+    theta = model.state() if theta is None else theta
+    emb = model.emb.to(torch.float64)                                     # (V, d)
+    if model.factorized_qk:
+        W_qk = theta["W_q"] @ theta["W_k"].transpose(-1, -2)              # (..., d, d)
+    else:
+        W_qk = theta["W_qk"]
+    W_ov = theta["W_o"] @ theta["W_v"] if model.factorized_ov else theta["W_ov"]   # (..., K, d)
+    W_qk, W_ov = W_qk.to(torch.float64), W_ov.to(torch.float64)
+    w = emb[task.query_id] @ W_qk @ emb.T                                 # (..., V) scores of each token
+    W_tok = W_ov @ emb.T                                                  # (..., K, V) logit of each token
+    D, C = task.distinct_ids(), task.common_ids() + ([task.query_id] if model.cfg.attend_self else [])
+    K = task.n_classes
+    A = W_tok[..., :, D]                                                  # (..., K, K) distinct block
+    eye = torch.eye(K, dtype=torch.bool)
+    diag = A[..., eye].reshape(*A.shape[:-2], K)                          # (..., K)
+    off = A[..., ~eye].reshape(*A.shape[:-2], K * (K - 1))                # (..., K(K−1))
+    alpha, alpha_off = diag.mean(-1), off.mean(-1)
+    a = alpha - alpha_off
+    b = model.cfg.score_scale * (w[..., D].mean(-1) - w[..., C].mean(-1))
+    others = [i for i in range(task.vocab_size) if i not in D]
+    rest = W_tok[..., :, others]                                          # (..., K, V − K)
+    dev = [
+        (diag - alpha[..., None]).abs().amax(-1),
+        (off - alpha_off[..., None]).abs().amax(-1),
+        (rest - rest.mean(-2, keepdim=True)).abs().amax((-1, -2)),        # class-constant columns are harmless
+        (w[..., D] - w[..., D].mean(-1, keepdim=True)).abs().amax(-1),
+        (w[..., C] - w[..., C].mean(-1, keepdim=True)).abs().amax(-1),
+    ]
+    return a, b, torch.stack(dev).amax(0)
+
+
+@dataclass
+class Comparison:
+    """Full-model gradient flow vs the reduced ODE it should follow exactly (Proposition 2)."""
+
+    parametrization: str
+    t: np.ndarray              # (n_times,)
+    a_full: np.ndarray         # (n_times,) OV scalar of the full model
+    b_full: np.ndarray         # (n_times,) QK scalar of the full model
+    residual: np.ndarray       # (n_times,) distance of the full state from the manifold
+    a_reduced: np.ndarray      # (n_times,) reduced ODE with the mapped rates
+    b_reduced: np.ndarray
+    lr_ratio_reduced: float      # r' = η_QK'/η_OV' of the equivalent reduced system
+    nfev: int                    # full-model gradient evaluations
+    njev: int                    # full-model Hessian evaluations
+    wall_s: float
+
+
+def compare_with_reduced(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, a0: float = 0.1,
+                         b0: float = 0.1, t_max: float = 400.0, n_times: int = 41, d_h: int | None = None,
+                         embedding_seed: int | None = None, rtol: float = 1e-9) -> Comparison:
+    """Integrate the full model's population gradient flow (float64, LSODA + autograd Hessian)
+    from the manifold and the reduced ODE with :func:`reduced_rates`; return both."""
+    from attnflow import flow
+    from attnflow.sharpening.data import population
+    from attnflow.sharpening.model import ModelConfig
+    from attnflow.sharpening.reduced import ReducedSystem, solve
+
+    model = SelfAttention(ModelConfig(parametrization, task.vocab_size, task.n_classes, d_h=d_h,
+                                      embedding_seed=embedding_seed))
+    init_on_manifold(model, task, a0, b0)
+    const = constants(task)
+    t_eval = np.linspace(0.0, t_max, n_times)
+    res = flow.integrate(model.functional_loss(population(task)), model.state(), t_eval,
+                         lr=model.rates(lr_qk, lr_ov), rtol=rtol, atol=rtol * 1e-2)
+    a, b, residual = coordinates(model, task, res.states())
+    qk, ov = reduced_rates(parametrization, const, lr_qk, lr_ov)
+    system = ReducedSystem(parametrization, qk / ov, const.n_compete, const.n_classes, lr_ov=ov)
+    red = solve(system, t_max, a0=a0, b0=b0, t_eval=t_eval, log_time=False, matched=None,
+                rtol=rtol * 0.1, atol=rtol * 1e-3)
+    return Comparison(parametrization, t_eval, a.numpy(), b.numpy(), residual.numpy(), red.a, red.b, qk / ov,
+                      res.nfev, res.njev, res.wall_s)
+
+
+@dataclass
+class DiscreteRun:
+    """Full-batch GD on the full model (population loss), read in reduced coordinates."""
+
+    parametrization: str
+    step: float                  # h: θ ← θ − h η ⊙ ∇L, model time t = k h
+    t: np.ndarray                # (n_steps + 1,)
+    a: np.ndarray                # (n_steps + 1,)
+    b: np.ndarray                # (n_steps + 1,)
+    invariant: np.ndarray        # Ψ(b) − r'Φ(a) of the equivalent reduced system
+    drift: float                 # max |invariant − invariant[0]|
+
+
+def gd_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, step: float,
+                   t_max: float, a0: float = 0.1, b0: float = 0.1) -> DiscreteRun:
+    """Discrete GD of the torch model from the manifold (``attnflow.train``, lr = h·η per circuit);
+    the drift of the Theorem 3 invariant measures the discretization error (claim A3)."""
+    from attnflow import train
+    from attnflow.sharpening.data import population
+    from attnflow.sharpening.model import ModelConfig
+    from attnflow.sharpening.reduced import ReducedSystem
+
+    n_steps = int(round(t_max / step))
+    if n_steps < 1:
+        raise ParameterError(f"parameter 'step': {step} is longer than the horizon t_max={t_max}")
+    model = init_on_manifold(SelfAttention(ModelConfig(parametrization, task.vocab_size, task.n_classes)), task, a0, b0)
+    batch = population(task)
+
+    def record(_step: int) -> dict:
+        a, b, _ = coordinates(model, task)
+        return {"a": float(a), "b": float(b)}
+
+    traj = train.train(lambda _k: model.loss(batch), model.groups(step * lr_qk, step * lr_ov), steps=n_steps,
+                       record=record, desc=f"GD {parametrization} h={step:g}")
+    const = constants(task)
+    qk, ov = reduced_rates(parametrization, const, lr_qk, lr_ov)
+    system = ReducedSystem(parametrization, qk / ov, const.n_compete, const.n_classes, lr_ov=ov)
+    a, b = traj.array("a"), traj.array("b")
+    inv = system.invariant(a, b)
+    return DiscreteRun(parametrization, step, traj.array("step") * step, a, b, inv, float(np.abs(inv - inv[0]).max()))
+
