@@ -186,3 +186,24 @@ def kappa_drive(states: dict[str, torch.Tensor], loss: PopulationLoss, u: np.nda
     G_M, = torch.autograd.grad(-(loss.F * torch.log_softmax(Z, dim=-1)).sum(), M)
     uu = torch.as_tensor(u, dtype=G_M.dtype)                                                  # (T, m)
     return -torch.einsum("tm,tmn,tn->t", uu, G_M, uu).numpy()
+
+
+def attention_onset(t: np.ndarray, A: np.ndarray, pi: np.ndarray, threshold: float = 0.01) -> float:
+    """First stored time at which some attention weight has left π by ``threshold``: the start of
+    focus (during condensation and on the plateau A_ik = π_k + O(ε²))."""
+    return first_time(t, np.abs(A - pi).max((-1, -2)) >= threshold)
+
+
+def linear_response(A: np.ndarray, pi: np.ndarray, kappa: np.ndarray, kappa_max: float,
+                    after: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares slope of A_ik − π_k against κ over the stored times with |κ| ≤ kappa_max
+    (and ``after`` True), (d, d): the measured ∂_κA of claim B6 (R3)."""
+    sel = np.abs(kappa) <= kappa_max
+    if after is not None:
+        sel &= after
+    if sel.sum() < 3:
+        raise ValueError(f"fewer than 3 stored times with |κ| ≤ {kappa_max:g}; store more times")
+    k = kappa[sel]
+    Y = (A[sel] - pi).reshape(sel.sum(), -1)                                   # (n, d·d)
+    slope = (k @ Y) / (k @ k)                                                   # regression through 0
+    return slope.reshape(A.shape[-2:])

@@ -58,3 +58,23 @@ def jacobian_blocks(loss: PopulationLoss, theta: dict[str, torch.Tensor], tol: f
                   attention_eigs=np.linalg.eigvalsh(J[np.ix_(att, att)]),
                   cross_max=float(np.abs(J[np.ix_(att, emb)]).max()), n_unstable=int(unstable.shape[1]),
                   unstable_qk_residual=float(max(res)) if res else float("nan"), J=J, layout=layout)
+
+
+def redistribution_drive(loss: PopulationLoss, m: int) -> np.ndarray:
+    """R4 (claim B7): the next-order drive of the amplitudes near θ_c¹, v = −∂_κ ∇_a L₁ (d,).
+
+    On 𝓜₁ (W0 = a uᵀ, W1 = u b*ᵀ, WQ WKᵀ = κ uuᵀ) the amplitudes obey ȧ = −∇_a L₁(a, b, κ), which
+    vanishes at θ_c¹; growing attention drives them at first order by κ v (autograd, float64).
+    """
+    c1 = theta_c1(loss.chain)
+    u = torch.zeros(m, dtype=torch.float64)
+    u[0] = 1.0
+    uu = torch.outer(u, u)
+    b = torch.as_tensor(c1.b, dtype=torch.float64)
+
+    def L1(a, kappa):
+        return loss({"W0": torch.outer(a, u), "WQ": kappa * uu, "WK": uu, "W1": torch.outer(u, b)})
+
+    grad_a = torch.func.grad(L1, argnums=0)
+    a0 = torch.as_tensor(c1.a, dtype=torch.float64)
+    return -torch.func.jacfwd(grad_a, argnums=1)(a0, torch.tensor(0.0, dtype=torch.float64)).numpy()

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-__all__ = ["generic_chain", "is_zero", "loss_of_logits", "origin_linearization", "unigram_saddle", "attention_block",
+__all__ = ["generic_chain", "is_zero", "loss_of_logits", "origin_linearization", "unigram_saddle", "attention_tilt",
+           "attention_block",
            "transverse_block", "degenerate_point", "lyapunov_schmidt", "full_loss"]
 
 
@@ -199,6 +200,39 @@ def unigram_saddle(d: int = 3) -> UnigramSaddle:
         symbols={"pi": pi, "F": F, "alpha": alpha, "c": c, "ell": ell, "var_pi": var_pi, "npi2": npi2, "mu": mu,
                  "G_Z": G_star},
     )
+
+
+@dataclass
+class AttentionTilt:
+    """R3: the attention rows near θ_c¹ along κ, A_ik ∝ π_k exp(cκα²π_iπ_k)."""
+
+    dA: sp.Matrix                # ∂_κ A at κ = 0, a = απ (sympy derivative)
+    dA_closed: sp.Matrix         # c α² π_i π_k (π_k − ‖π‖²)
+    residual: sp.Matrix          # (0)
+    row_sums: sp.Matrix          # Σ_k ∂_κ A_ik (0: attention stays normalised)
+    sign_residual: sp.Expr       # ℓᵀ(Pᵀ(π⊙π) − ‖π‖²π) − [Σ_i π_i² E(ℓ_x'|x=i) − ‖π‖² E_π ℓ] (0)
+    symbols: dict = field(default_factory=dict)
+
+
+def attention_tilt(d: int = 3) -> AttentionTilt:
+    """Claim B6 (R3), general stationary chain: ∂_κA and the sign condition of g."""
+    pi, F, _ = generic_chain(d)
+    alpha, c = sp.symbols("alpha c", positive=True)
+    kappa = sp.Symbol("kappa", real=True)
+    a = [alpha * x for x in pi]
+    A = sp.Matrix([_softmax([c * kappa * a[i] * a[k] + sp.log(pi[k]) for k in range(d)]) for i in range(d)])
+    dA = A.diff(kappa).subs(kappa, 0).applyfunc(sp.cancel)
+    npi2 = sum(x**2 for x in pi)
+    dA_closed = sp.Matrix(d, d, lambda i, k: c * alpha**2 * pi[i] * pi[k] * (pi[k] - npi2))
+    ell = sp.Matrix(sp.symbols(f"ell_0:{d}", real=True))          # any vector: the identity is linear in ℓ
+    pi_v = sp.Matrix(pi)
+    lhs = (ell.T * (F.T * pi_v - npi2 * pi_v))[0]
+    cond = sum(pi[i] ** 2 * sum(F[i, j] / pi[i] * ell[j] for j in range(d)) for i in range(d)) \
+        - npi2 * sum(pi[j] * ell[j] for j in range(d))
+    return AttentionTilt(dA=dA, dA_closed=dA_closed, residual=(dA - dA_closed).applyfunc(lambda e: sp.cancel(sp.expand(e))),
+                         row_sums=sp.Matrix([sp.cancel(sum(dA.row(i))) for i in range(d)]),
+                         sign_residual=sp.cancel(sp.expand(lhs - cond)),
+                         symbols={"pi": pi, "alpha": alpha, "c": c, "npi2": npi2})
 
 
 @dataclass

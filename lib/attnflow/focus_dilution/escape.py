@@ -1,0 +1,99 @@
+"""Escape from the degenerate point θ_c² (spec focus_dilution.md R5; claims B8, B9, B15, B16).
+
+    stats = escape.escape_stats(run, after=t_settle)          # rate, window, mean σ_max(M⊥), t_esc
+    ls = escape.lyapunov_schmidt_limit(chains, theta_start)   # M⊥(θ_c²(δ))/δ → M1, λ₁ = σ_max(M1)
+
+The transverse mode is measured as the spec does: the growth rate of σ₂(W0) where
+0.01 ≤ σ₂ ≤ 0.1 (linear transverse regime), σ_max(M⊥) averaged over the same window, and the
+escape time as the first t with σ₂(W0) > 0.1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnflow.focus_dilution import measure
+from attnflow.focus_dilution.chain import MarkovChain
+from attnflow.focus_dilution.closed_forms import M_perp
+from attnflow.focus_dilution.runs import FlowRun, population_flow, project_rank_one
+
+__all__ = ["escape_stats", "EscapeStats", "lyapunov_schmidt_limit", "LSLimit", "rank_counts"]
+
+WINDOW = (0.01, 0.1)     # σ₂(W0) range of the linear transverse regime (spec R5)
+
+
+@dataclass
+class EscapeStats:
+    rate: float          # slope of log σ₂(W0) on the window
+    window: tuple        # (t0, t1)
+    M_perp_mean: float   # mean σ_max(M⊥) over the window
+    t_escape: float      # first t after ``after`` with σ₂(W0) > 0.1 (nan if none)
+    loss_end: float
+    window_sensitivity: float   # max relative change of the rate when an edge moves by one stored time
+
+
+def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW) -> EscapeStats:
+    """Transverse growth after ``after`` (the time the flow settled at θ_c²), claims B15–B16."""
+    t, q = run.t, run.q
+    t0, t1 = run.window("sigma2", *window, after=after)
+    sel = (t >= t0) & (t <= t1)
+    rate = run.rate("sigma2", t0, t1)
+    i0, i1 = run.at(t0), run.at(t1)
+    shifted = [run.rate("sigma2", t[i0 + a], t[i1 + b]) for a in (-1, 0, 1) for b in (-1, 0, 1)
+               if 0 <= i0 + a < i1 + b < len(t)]
+    return EscapeStats(rate=rate, window=(t0, t1), M_perp_mean=float(q["M_perp_smax"][sel].mean()),
+                       t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
+                       loss_end=float(q["loss"][-1]),
+                       window_sensitivity=float(np.max(np.abs(np.asarray(shifted) / rate - 1))))
+
+
+def rank_counts(run: FlowRun, times, threshold: float = 0.1) -> list[int]:
+    """Number of singular values of W0 above ``threshold`` at each of ``times`` (rank steps, B9)."""
+    return [int((run.q["sv_W0"][run.at(s)] > threshold).sum()) for s in times]
+
+
+@dataclass
+class LSLimit:
+    """Critical points θ_c²(δ) on 𝓜₁ and the transverse drive there."""
+
+    deltas: np.ndarray         # (n,)
+    M_perp: np.ndarray         # (n, d, d) M⊥ at θ_c²(δ)
+    sigma_max: np.ndarray      # (n,) σ_max(M⊥(θ_c²(δ)))
+    grad_norm: np.ndarray      # (n,) ‖∇L‖ at the end of each restricted flow
+    off_manifold: np.ndarray   # (n,) σ₂(W0) at the end (stays at round-off on 𝓜₁)
+    lambda1: float             # σ_max(M1), M1 = lim M⊥/δ (linear extrapolation of M⊥/δ to δ = 0)
+    M1: np.ndarray             # (d, d)
+
+
+def lyapunov_schmidt_limit(chains: list[MarkovChain], deltas, theta_start: dict[str, torch.Tensor],
+                           horizon: float = 8000.0, score_scale: float = 1.0) -> LSLimit:
+    """For each chain (δ), run the flow restricted to 𝓜₁ (start = rank-one projection of
+    ``theta_start``) to its critical point θ_c²(δ) and evaluate M⊥ there (claim B9, R5).
+
+    On 𝓜₁ the transverse gradient vanishes, so the flow stays on it (up to round-off, which the
+    Θ(δ) transverse mode amplifies only by e^{λ₁δ·horizon}); the range equation of the
+    Lyapunov–Schmidt reduction is solved by θ_c²(δ) and the bifurcation equation's linear part is
+    [[0, M⊥], [M⊥ᵀ, 0]] there. M1 = lim M⊥(δ)/δ is extrapolated linearly in δ.
+    """
+    deltas = np.asarray(deltas, dtype=float)
+    start = project_rank_one(theta_start)
+    Ms, gn, off = [], [], []
+    for markov in chains:
+        run = population_flow(markov, theta0=start, score_scale=score_scale, t_eval=np.linspace(0.0, horizon, 81))
+        Ms.append(M_perp(run.q["A"][-1], run.q["P_hat"][-1], markov))
+        states = {n: s[-1:] for n, s in run.result.states().items()}
+        gn.append(float(measure.grad_norms(states, run.loss_fn)[0]))
+        off.append(float(run.q["sigma2"][-1]))
+    Ms = np.stack(Ms)                                                    # (n, d, d)
+    ratio = Ms / deltas[:, None, None]
+    if len(deltas) >= 2:     # M⊥/δ = M1 + δ M2 + …: least-squares line per entry, value at δ = 0
+        X = np.stack([np.ones_like(deltas), deltas], 1)                 # (n, 2)
+        coef = np.linalg.lstsq(X, ratio.reshape(len(deltas), -1), rcond=None)[0]
+        M1 = coef[0].reshape(Ms.shape[1:])
+    else:
+        M1 = ratio[0]
+    return LSLimit(deltas=deltas, M_perp=Ms, sigma_max=np.linalg.svd(Ms, compute_uv=False)[:, 0],
+                   grad_norm=np.asarray(gn), off_manifold=np.asarray(off),
+                   lambda1=float(np.linalg.svd(M1, compute_uv=False)[0]), M1=M1)

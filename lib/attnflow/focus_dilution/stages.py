@@ -1,0 +1,325 @@
+"""Stage detector of the focus–dilution cycle (claim B1; spec §6 time-line) — no hand-picked times.
+
+    st = stages.detect(t, loss, focus=low_hub_attention, rank=sigma2_W0)
+    st.stages        # [Stage("condensation", 0, 91), Stage("plateau", 91, 1640), Stage("focus", …), …]
+    stages.shade(ax, st)
+
+Three signals, three rules; each threshold is an amplitude, never a time:
+
+1. **Loss transitions.** The loss is resampled on a uniform grid in log t and its speed
+   v = −dL/d log t computed (the stages live on time scales from 10 to 10⁴, so log time puts
+   them on one footing). Each local maximum of v above ``peak_frac``·max v, highest first, is a
+   transition, extended on both sides until v falls below ``edge_frac`` × its own peak (or meets
+   a transition already found, with which it merges); transitions that drop the loss by
+   less than ``min_drop`` × (total drop) are noise. Everything between transitions is a plateau.
+   The first transition ends **condensation** (which starts at t₀: the linear growth from the
+   origin is invisible in the loss until its end).
+2. **Focus / dilution.** ``focus`` holds signals that rise when attention concentrates on the
+   frequent token and fall when it spreads (the pages pass the hub attention and the attention
+   of low-frequency queries to the hub). Their swings — alternating extrema at least
+   ``min_swing`` apart (a zig-zag filter) — are **focus** (rising) and **dilution** (falling),
+   counted where the signal moves: speed |dy/d log t| ≥ ``swing_edge`` × the swing's peak speed.
+3. **Escape.** ``rank`` is σ₂(W0) (or any signal of a new embedding direction). A rise of
+   log(rank) by at least log(``min_rank_factor``) is an **escape**, from where log(rank) starts to
+   move (same speed rule) to the end of the loss transition it triggers.
+
+Labels are combined with priority condensation > dilution > focus > escape > plateau: the escape
+lasts until attention moves again (the next cycle's focus), and it starts a new cycle.
+``tests/test_stages.py`` recovers known boundaries of synthetic step curves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attnflow.plotting import STAGE_COLORS
+
+__all__ = ["Stage", "Stages", "detect", "loss_transitions", "swings", "shade", "legend_handles", "STAGE_NAMES"]
+
+STAGE_NAMES = ("condensation", "plateau", "focus", "dilution", "escape")
+_PRIORITY = {"plateau": 0, "escape": 1, "focus": 2, "dilution": 3}
+
+
+@dataclass
+class Stage:
+    name: str            # one of STAGE_NAMES
+    start: float
+    end: float
+    cycle: int           # 1 for the first focus–dilution cycle, +1 after each escape
+    level: float         # median loss over the stage (the plateau level for plateaus)
+
+
+@dataclass
+class Stages:
+    """Detected stages plus the raw detections they were built from."""
+
+    stages: list[Stage]
+    transitions: list[tuple[float, float]]                       # loss transitions (start, end)
+    focus_swings: list[tuple[float, float, int]] = field(default_factory=list)   # (start, end, ±1)
+    rank_swings: list[tuple[float, float, int]] = field(default_factory=list)
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def find(self, name: str, cycle: int | None = None) -> list[Stage]:
+        return [s for s in self.stages if s.name == name and (cycle is None or s.cycle == cycle)]
+
+    def first(self, name: str, cycle: int | None = None) -> Stage | None:
+        found = self.find(name, cycle)
+        return found[0] if found else None
+
+    def plateau_levels(self) -> list[float]:
+        """Loss levels of the plateaus after condensation, in time order."""
+        return [s.level for s in self.stages if s.name == "plateau"]
+
+    def table(self) -> list[dict]:
+        return [dict(stage=s.name, cycle=s.cycle, start=s.start, end=s.end, loss=s.level) for s in self.stages]
+
+
+def _check(t, y, name: str) -> tuple[np.ndarray, np.ndarray]:
+    t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    if t.ndim != 1 or y.shape != t.shape:
+        raise ValueError(f"{name}: expected 1-D arrays of equal length, received t {t.shape} and {name} {y.shape}")
+    if len(t) < 5:
+        raise ValueError(f"{name}: {len(t)} stored times; need at least 5 to find stages")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        raise ValueError(f"{name}: non-finite values (NaN or inf); allowed: finite numbers (did training diverge?)")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError(f"{name}: times must be strictly increasing")
+    return t, y
+
+
+def _crossing(t, y, level, i0, i1) -> float:
+    """First time in [t[i0], t[i1]] at which y reaches ``level`` (moving from y[i0]), interpolated."""
+    sign = 1.0 if y[i1] >= y[i0] else -1.0
+    for i in range(i0, i1 + 1):
+        if sign * (y[i] - level) >= 0:
+            if i == i0:
+                return float(t[i])
+            f = (level - y[i - 1]) / (y[i] - y[i - 1])
+            return float(t[i - 1] + f * (t[i] - t[i - 1]))
+    return float(t[i1])
+
+
+def loss_transitions(t, loss, *, peak_frac: float = 0.02, edge_frac: float = 0.05, min_drop: float = 0.02,
+                     n_grid: int = 1024, smooth: int = 5) -> list[tuple[float, float]]:
+    """Intervals (start, end) where the loss falls (rule 1 of the module docstring)."""
+    t, loss = _check(t, loss, "loss")
+    u = _log_grid(t, n_grid)                                                    # uniform grid in log t
+    L = np.interp(np.exp(u), t, loss)
+    v = -np.gradient(L, u)                                                      # −dL/d log t
+    if smooth > 1:
+        v = np.convolve(v, np.ones(smooth) / smooth, mode="same")
+    total = loss.max() - loss.min()
+    if total <= 0 or v.max() <= 0:
+        return []
+    padded = np.concatenate([[-np.inf], v, [-np.inf]])
+    peaks = np.flatnonzero((v >= padded[:-2]) & (v >= padded[2:]) & (v >= peak_frac * v.max()))
+    free, found = np.ones(n_grid, bool), []
+    for k in peaks[np.argsort(-v[peaks])]:                                     # highest peak first
+        if not free[k]:
+            continue                                                            # inside a larger transition
+        lo = hi = k
+        while lo > 0 and free[lo - 1] and v[lo - 1] >= edge_frac * v[k]:
+            lo -= 1
+        while hi < n_grid - 1 and free[hi + 1] and v[hi + 1] >= edge_frac * v[k]:
+            hi += 1
+        free[lo:hi + 1] = False
+        if L[lo] - L[hi] >= min_drop * total:                                   # else a wiggle: no transition
+            found.append([lo, hi])
+    found.sort()
+    merged: list[list[int]] = []
+    for lo, hi in found:
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return [(float(np.exp(u[lo])), float(np.exp(u[hi]))) for lo, hi in merged]
+
+
+def _log_grid(t: np.ndarray, n_grid: int) -> np.ndarray:
+    """A uniform grid u in log t over the stored times t > 0."""
+    pos = t[t > 0]
+    if len(pos) < 5:
+        raise ValueError("need at least 5 stored times t > 0 (speeds are taken in log time)")
+    return np.linspace(np.log(pos[0]), np.log(t[-1]), n_grid)
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) indices of the runs of True in a boolean array."""
+    edges = np.diff(np.concatenate([[0], mask.astype(int), [0]]))
+    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1))
+
+
+def swings(t, y, min_swing: float, *, edge_frac: float = 0.1, n_grid: int = 2048) -> list[tuple[float, float, int]]:
+    """Rises (+1) and falls (−1) of y between alternating extrema at least ``min_swing`` apart
+    (zig-zag filter), each reported where it actually moves: where its speed |dy/d log t| is at
+    least ``edge_frac`` × the swing's peak speed (a rise with a pause gives two intervals). A rise
+    turning straight into a fall (the gap shorter than both) meets it at the extremum."""
+    t, y = _check(t, y, "signal")
+    return [tuple(m) for moves in _swing_moves(t, y, min_swing, edge_frac, n_grid) for m in moves]
+
+
+def _swing_moves(t, y, min_swing, edge_frac, n_grid) -> list[list[list]]:
+    """Per swing, its moving intervals [start, end, sign] (see :func:`swings`)."""
+    if not min_swing > 0:
+        raise ValueError(f"min_swing = {min_swing!r}; allowed: a number > 0")
+    lo_i = hi_i = cand = direction = 0                                         # running extrema before the first swing
+    ext: list[int] = []                                                         # confirmed extrema
+    for i in range(1, len(y)):
+        if direction == 0:
+            lo_i, hi_i = (i if y[i] < y[lo_i] else lo_i), (i if y[i] > y[hi_i] else hi_i)
+            if y[i] - y[lo_i] >= min_swing:
+                ext, cand, direction = [lo_i], i, 1
+            elif y[hi_i] - y[i] >= min_swing:
+                ext, cand, direction = [hi_i], i, -1
+        elif direction * (y[i] - y[cand]) > 0:
+            cand = i                                                            # the swing goes on
+        elif direction * (y[cand] - y[i]) >= min_swing:
+            ext.append(cand)                                                    # reversal confirmed
+            cand, direction = i, -direction
+    if direction != 0:
+        ext.append(cand)
+    u = _log_grid(t, n_grid)
+    tu, Y = np.exp(u), np.interp(np.exp(u), t, y)
+    w = np.gradient(Y, u)                                                       # dy/d log t
+    per_swing = []
+    for a, b in zip(ext[:-1], ext[1:]):
+        sign = 1 if y[b] > y[a] else -1
+        inside = (tu >= t[a]) & (tu <= t[b])
+        speed = np.where(inside, sign * w, -np.inf)
+        runs = _runs(speed >= edge_frac * speed.max()) if inside.sum() >= 2 else []
+        moves = [[float(tu[i]), float(tu[j]), sign] for i, j in runs if abs(Y[j] - Y[i]) >= 0.1 * abs(y[b] - y[a])]
+        per_swing.append(moves or [[float(t[a]), float(t[b]), sign]])
+    for k, b in enumerate(ext[1:-1]):
+        left, right = per_swing[k][-1], per_swing[k + 1][0]
+        gap = right[0] - left[1]
+        if left[1] <= t[b] <= right[0] and gap < min(left[1] - left[0], right[1] - right[0]):
+            left[1] = right[0] = float(t[b])
+    return per_swing
+
+
+def median_filter(y: np.ndarray, width: int) -> np.ndarray:
+    """Running median over ``width`` stored samples (odd; edges repeat the end values). It removes
+    oscillations of a few samples — GD at the edge of stability flips attention every step, which
+    a recording every k steps aliases — and leaves slower movements, and their timing, intact."""
+    if width <= 1:
+        return np.asarray(y, dtype=float)
+    if width % 2 == 0:
+        raise ValueError(f"smooth = {width!r}; allowed: an odd number of samples (1 = no smoothing)")
+    h = width // 2
+    padded = np.concatenate([np.full(h, y[0]), y, np.full(h, y[-1])])
+    return np.median(np.lib.stride_tricks.sliding_window_view(padded, width), axis=1)
+
+
+def detect(t, loss, focus=None, rank=None, *, min_swing: float = 0.01, min_rank_factor: float = 10.0,
+           edge_frac: float = 0.05, swing_edge: float = 0.1, peak_frac: float = 0.02, min_drop: float = 0.02,
+           smooth: int = 5) -> Stages:
+    """Stages of one trajectory from its loss (T,), focus signal(s) and rank signal (T,) (module docstring).
+
+    focus: one signal (T,) or several (a list, or a dict name -> (T,)): a rise of any is focus, a
+        fall of any is dilution (dilution wins where they overlap). The pages pass the hub
+        attention Σ_i π_i A_{i,hub} and the low-query hub attention (``training.low_hub_attention``):
+        the first shows the second cycle's dilution, the second the first cycle's (spec R4).
+
+    min_swing: smallest rise/fall of ``focus`` that counts (attention units; 0.01 ≫ the
+        plateau wiggles of ~10⁻⁴ and < the first-cycle swing of ~0.02).
+    min_rank_factor: smallest growth of ``rank`` that counts as a new direction (×10).
+    smooth: running-median width (stored samples) applied to the focus signals first.
+    """
+    t, loss = _check(t, loss, "loss")
+    if not min_rank_factor > 1:
+        raise ValueError(f"min_rank_factor = {min_rank_factor!r}; allowed: a number > 1")
+    trans = loss_transitions(t, loss, peak_frac=peak_frac, edge_frac=edge_frac, min_drop=min_drop)
+    signals = [] if focus is None else list(focus.values()) if isinstance(focus, dict) else (
+        list(focus) if isinstance(focus, (list, tuple)) else [focus])
+    f_sw = sorted(s for y in signals
+                  for s in swings(t, median_filter(_check(t, y, "focus")[1], smooth), min_swing, edge_frac=swing_edge))
+    r_sw = []
+    if rank is not None:
+        r = _check(t, rank, "rank")[1]
+        if np.any(r <= 0):
+            raise ValueError("rank: the rank signal must be > 0 (it is compared on a log scale, e.g. σ₂(W0))")
+        per_rise = _swing_moves(t, np.log(r), np.log(min_rank_factor), swing_edge, 2048)
+        r_sw = [(m[0][0], m[-1][1], 1) for m in per_rise if m[0][2] > 0]      # one escape per rise
+    t0, t1 = float(t[0]), float(t[-1])
+    cond_end = trans[0][1] if trans else t0
+    marks: list[tuple[float, float, str]] = []
+    for a, b, sign in f_sw:
+        marks.append((a, b, "focus" if sign > 0 else "dilution"))
+    escapes = []
+    for a, b, _ in r_sw:
+        after = [e for s, e in trans[1:] if e >= a and s <= max(b, a)]     # the loss transition it triggers
+        escapes.append((a, after[0] if after else b))
+        marks.append((a, escapes[-1][1], "escape"))
+    cuts = sorted({t0, cond_end, t1, *[x for a, b, _ in marks for x in (a, b) if cond_end < x < t1]})
+    pieces: list[list] = [["condensation", t0, cond_end]] if cond_end > t0 else []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        if b <= cond_end or b - a <= 1e-9 * (t1 - t0):
+            continue
+        mid = 0.5 * (a + b)
+        name = max((m[2] for m in marks if m[0] <= mid <= m[1]), key=_PRIORITY.get, default="plateau")
+        if pieces and pieces[-1][0] == name:
+            pieces[-1][2] = b
+        else:
+            pieces.append([name, a, b])
+    out = []
+    for name, a, b in pieces:
+        sel = (t >= a) & (t <= b)
+        level = float(np.median(loss[sel])) if sel.any() else float(np.interp(0.5 * (a + b), t, loss))
+        # the cycle counts escapes that began before this piece (an escape interrupted by a focus
+        # is still one escape); an escape piece belongs to the cycle it ends
+        cycle = 1 + sum(e0 < a - 1e-9 * (t1 - t0) for e0, _ in escapes)
+        out.append(Stage(name, float(a), float(b), cycle, level))
+    return Stages(out, trans, f_sw, r_sw)
+
+
+def legend_handles():
+    """Patches for a figure legend of the stage colours."""
+    from matplotlib.patches import Patch
+
+    return [Patch(facecolor=STAGE_COLORS[n], edgecolor="0.6", label=n) for n in STAGE_NAMES]
+
+
+def shade(ax, st: Stages, *, labels: bool = True, min_label_width: float = 0.03, alpha: float = 1.0) -> None:
+    """Shade each detected stage behind the curves of ``ax`` (STAGE_COLORS) and write its initial
+    (C, P, F, D, E, with the cycle for F, D) at the top where the span is wide enough to read."""
+    import matplotlib.transforms as mtransforms
+
+    trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    x0, x1 = ax.get_xlim()
+    log = ax.get_xscale() == "log"
+    scale = (lambda x: np.log(max(x, 1e-300))) if log else (lambda x: x)
+    width = scale(x1) - scale(x0)
+    for s in st.stages:
+        a, b = max(s.start, x0), min(s.end, x1)                       # the part of the stage in view
+        if b <= a:
+            continue
+        ax.axvspan(a, b, color=STAGE_COLORS[s.name], alpha=alpha, zorder=0, lw=0)
+        if labels and (scale(b) - scale(a)) / width >= min_label_width:
+            tag = s.name[0].upper() + (str(s.cycle) if s.name in ("focus", "dilution") else "")
+            mid = np.exp(0.5 * (scale(a) + scale(b))) if log else 0.5 * (a + b)
+            ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=8, color="0.3")
+    ax.set_xlim(x0, x1)
+
+
+def signals(run) -> dict[str, np.ndarray]:
+    """The detector's inputs for a population flow (``runs.FlowRun``) or a trained run
+    (``training.TrainRun``): the loss the run descends (training loss for a trained run), the
+    hub attention and the low-query hub attention (measured on the training contexts for a trained
+    run, on the population model for a flow) and σ₂(W0)."""
+    from attnflow.focus_dilution.training import low_hub_attention
+
+    q, chain = run.q, run.chain
+    rank = np.maximum(q["sigma2"], 1e-12)          # width m = 1 has no σ₂: a constant floor, never an escape
+    if getattr(run, "train_loss", None) is not None:
+        return dict(loss=run.train_loss, hub=run.data_hub_attention, low_hub=run.data_low_hub_attention, rank=rank)
+    return dict(loss=q["loss"], hub=q["hub_attention"], low_hub=low_hub_attention(q["A"], chain.pi, chain.hub),
+                rank=rank)
+
+
+def detect_run(run, **kw) -> Stages:
+    """:func:`detect` on a flow or a trained run, with the signals of :func:`signals`."""
+    s = signals(run)
+    return detect(run.t, s["loss"], focus=[s["hub"], s["low_hub"]], rank=s["rank"], **kw)

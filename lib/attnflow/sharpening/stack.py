@@ -1,0 +1,191 @@
+"""P one-layer self-attention models trained as one: stacked parameters, batched forward.
+
+The models are the theory chapter's ``SelfAttention`` (spec §4; any mix of CACO, CAFO, FACO,
+FAFO), built and initialised by it; this module only stacks their parameters per
+parametrization and evaluates all of them in one pass (issue 5: batched sweeps). Two forwards,
+both checked against ``SelfAttention.forward`` model by model in ``tests/test_sweep.py``:
+
+- :meth:`ModelStack.forward` (evaluation, ERASER deletions) works in *token coordinates* (the
+  view of ``reduction.py``): S = E W_QK Eᵀ (P, V, V) gives every score by a gather,
+  s_bt = σ_s S[x_bT, x_bt], and O = E W_OVᵀ gives the logits from the attention mass per
+  vocabulary token, z_b = Σ_v (Σ_{t: x_bt = v} p_bt) O_v;
+- :meth:`ModelStack.bag_forward` (training) uses that a model without positional encoding sees
+  a sequence only through its token counts: with a shared query token the whole forward of all
+  P models is one batched matmul (P, K+1, V) @ (P, V, B).
+
+Why not ``torch.func.vmap`` over ``functional_call``: the four parametrizations have different
+parameter sets (one vmap each), and vmapping the per-sample contractions of the original
+``einsum`` forward produced thousands of tiny matmuls — measured no faster than a Python loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
+
+import torch
+
+from attnflow import device as devices, metrics, seeding, sweep
+from attnflow.params import ParameterError
+from attnflow.sharpening import data, reduction
+from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, SelfAttention
+
+if TYPE_CHECKING:
+    from attnflow.sharpening.experiments import ModelSpec
+
+__all__ = ["ModelStack", "Bags", "Output", "INIT_SEED_OFFSET"]
+
+INIT_SEED_OFFSET = 1_000_003   # init generator seed = data seed + offset (independent streams)
+
+
+class Output(NamedTuple):
+    logits: torch.Tensor   # (P, B, K)
+    attn: torch.Tensor     # (P, B, T)
+    scores: torch.Tensor   # (P, B, T)
+
+
+class ModelStack:
+    """P ``SelfAttention`` models (any mix of parametrizations) with stacked parameters."""
+
+    def __init__(self, specs: Sequence[ModelSpec], task: data.Task, *, attend_self: bool = False,
+                 score_scale: float = 1.0, dtype=torch.float32, device: str = "auto"):
+        if not specs:
+            raise ParameterError("parameter 'specs': received an empty sweep; allowed: at least one model")
+        self.specs, self.task, self.device = list(specs), task, devices.resolve(device)
+        self.models = []
+        for sp in self.specs:
+            cfg = ModelConfig(sp.parametrization, task.vocab_size, task.n_classes, attend_self=attend_self,
+                              score_scale=score_scale, dtype=dtype)
+            model = SelfAttention(cfg)
+            if sp.init == "manifold":
+                reduction.init_on_manifold(model, task, sp.init_scale, sp.init_scale)
+            else:
+                model.init_gaussian(sp.init_scale / cfg.d ** 0.5, seeding.generator(sp.seed + INIT_SEED_OFFSET))
+            self.models.append(model)
+        self.cfg = self.models[0].cfg
+        self.emb = self.models[0].emb.to(self.device)                           # (V, d)
+        self.tensors: dict[str, sweep.Stacked] = {}
+        order = []
+        for name in PARAMETRIZATIONS:
+            idx = [i for i, sp in enumerate(self.specs) if sp.parametrization == name]
+            if not idx:
+                continue
+            order += idx
+            for pname, _ in self.models[idx[0]].named_parameters():
+                value = torch.stack([dict(self.models[i].named_parameters())[pname].detach() for i in idx])
+                qk = pname in self.models[idx[0]].qk_names
+                lr = torch.tensor([self.specs[i].lr_qk if qk else self.specs[i].lr_ov for i in idx], dtype=dtype)
+                self.tensors[f"{name}.{pname}"] = sweep.Stacked(value.to(self.device), torch.tensor(idx, device=self.device),
+                                                                lr.to(self.device))
+        self.inverse = torch.argsort(torch.tensor(order)).to(self.device)     # group order -> sweep order
+
+    @property
+    def labels(self) -> list[str]:
+        return [sp.label for sp in self.specs]
+
+    def params(self) -> dict[str, torch.Tensor]:
+        return {n: t.value for n, t in self.tensors.items()}
+
+    def effective(self, params: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """W_QK (P, d, d) and W_OV (P, K, d) in sweep order (W_Q W_Kᵀ, W_O W_V when factorized)."""
+        qk, ov = [], []
+        for name in PARAMETRIZATIONS:
+            if f"{name}.W_q" in params:
+                qk.append(params[f"{name}.W_q"] @ params[f"{name}.W_k"].transpose(-1, -2))
+            elif f"{name}.W_qk" in params:
+                qk.append(params[f"{name}.W_qk"])
+            if f"{name}.W_o" in params:
+                ov.append(params[f"{name}.W_o"] @ params[f"{name}.W_v"])
+            elif f"{name}.W_ov" in params:
+                ov.append(params[f"{name}.W_ov"])
+        return torch.cat(qk)[self.inverse], torch.cat(ov)[self.inverse]
+
+    def forward(self, params: Mapping[str, torch.Tensor], tokens: torch.Tensor,
+                keep_mask: torch.Tensor | None = None, models: torch.Tensor | None = None) -> Output:
+        """Logits, attention and scores of every model on its own tokens (P, B, T).
+
+        ``keep_mask`` (P, B, T) bool removes tokens (False) from the softmax: for a model without
+        positional encoding this *is* deleting them (ERASER's x∖r and r). ``models`` (P_a,) picks
+        a subset of the models (then ``tokens`` holds the subset's tokens).
+        """
+        W_qk, W_ov = self.effective(params)                                     # (P, d, d), (P, K, d)
+        if models is not None:
+            W_qk, W_ov = W_qk[models], W_ov[models]                             # (P_a, d, d), (P_a, K, d)
+        P, B, T = tokens.shape
+        V = self.emb.shape[0]
+        S = self.cfg.score_scale * self.emb @ W_qk @ self.emb.T                 # (P, V, V) token scores
+        O = self.emb @ W_ov.transpose(-1, -2)                                   # (P, V, K) token logits
+        flat = tokens[..., -1:] * V + tokens                                    # (P, B, T) index into V·V
+        scores = S.reshape(P, V * V).gather(1, flat.reshape(P, B * T)).reshape(P, B, T)
+        masked = torch.zeros_like(tokens, dtype=torch.bool)
+        if not self.cfg.attend_self:
+            masked[..., -1] = True
+        if keep_mask is not None:
+            masked = masked | ~keep_mask
+        scores = scores.masked_fill(masked, float("-inf"))
+        attn = torch.softmax(scores, dim=-1)                                    # (P, B, T)
+        mass = torch.zeros(P, B, V, dtype=attn.dtype, device=attn.device).scatter_add(2, tokens, attn)  # (P, B, V)
+        return Output(mass @ O, attn, scores)                                   # logits (P, B, K)
+
+    def bag_forward(self, params: Mapping[str, torch.Tensor], bags: "Bags", models: torch.Tensor | None = None):
+        """Training path: logits (P, K, B) *class-major* and relevant attention (P, B).
+
+        Without positional encoding the output depends on the context only through the counts
+        C_vb of each token v, and every position holding v gets attention e^{s_v}/Z_b with
+        Z_b = Σ_v C_vb e^{s_v}. With the query token q shared by all rows, s_v = σ_s S[q, v] and
+        the forward is one batched matmul, [e^s ⊙ O | e^s]ᵀ @ C: z_b = (Σ_v C_vb e^{s_v} O_v)/Z_b.
+        Exact; falls back to the per-position path if some Z_b underflows.
+        """
+        W_qk, W_ov = self.effective(params)                                     # (P, d, d), (P, K, d)
+        if models is not None:
+            W_qk, W_ov = W_qk[models], W_ov[models]
+        s = self.cfg.score_scale * (self.emb[bags.query] @ W_qk @ self.emb.T)   # (P, V) scores from q
+        weight = torch.exp(s - s.amax(-1, keepdim=True))                        # (P, V), ≤ 1
+        O_T = W_ov @ self.emb.T                                                 # (P, K, V) token logits
+        M_T = torch.cat([weight[:, None, :] * O_T, weight[:, None, :]], dim=1)  # (P, K + 1, V)
+        R = M_T @ bags.counts                                                   # (P, K + 1, B)
+        Z = R[:, -1]                                                            # (P, B) partition function
+        if bool((Z <= torch.finfo(Z.dtype).tiny).any()):
+            out = self.forward(params, bags.tokens, models=models)
+            return out.logits.transpose(1, 2), metrics.relevant_attention(out.attn, bags.relevant_mask)
+        with torch.no_grad():
+            relevant = (weight[:, None, :] @ bags.relevant_counts).squeeze(1) / Z   # (P, B)
+        return R[:, :-1] / Z[:, None], relevant
+
+    def model(self, i: int, params: Mapping[str, torch.Tensor] | None = None) -> SelfAttention:
+        """Model i as the theory chapter's ``SelfAttention`` (its parameters loaded)."""
+        params = self.params() if params is None else params
+        name = self.specs[i].parametrization
+        slot = {n: int((t.models == i).nonzero()) for n, t in self.tensors.items() if n.startswith(name + ".")}
+        theta = {n.split(".", 1)[1]: params[n][k].detach().cpu() for n, k in slot.items()}
+        return self.models[i].load(theta)
+
+
+@dataclass
+class Bags:
+    """Datasets as token counts (the bag-of-tokens view of a model without positions)."""
+
+    tokens: torch.Tensor           # (P, B, T) the sequences (fallback path)
+    relevant_mask: torch.Tensor    # (P, B, T)
+    counts: torch.Tensor           # (P, V, B) float: how often each token is attended to (query excluded)
+    relevant_counts: torch.Tensor  # (P, V, B) float: the same, at relevant positions only
+    query: int                     # the query token shared by every row
+
+    @classmethod
+    def of(cls, batch: data.Batch, vocab_size: int, attend_self: bool, dtype) -> "Bags":
+        query = batch.tokens[..., -1]
+        if not bool((query == query.reshape(-1)[0]).all()):
+            raise ParameterError("the bag-of-tokens path needs one query token shared by every sequence")
+        keys = batch.tokens if attend_self else batch.tokens[..., :-1]         # (P, B, T') attended positions
+        rel = batch.relevant_mask[..., : keys.shape[-1]].to(dtype)             # (P, B, T')
+        zeros = torch.zeros(*keys.shape[:-1], vocab_size, dtype=dtype, device=keys.device)     # (P, B, V)
+        counts = zeros.scatter_add(-1, keys, torch.ones_like(rel)).transpose(1, 2).contiguous()  # (P, V, B)
+        relevant = zeros.scatter_add(-1, keys, rel).transpose(1, 2).contiguous()               # (P, V, B)
+        return cls(batch.tokens, batch.relevant_mask, counts, relevant, int(query.reshape(-1)[0]))
+
+    def rows(self, models: torch.Tensor, index: torch.Tensor | None) -> "Bags":
+        """The rows of models ``models`` (P_a,), restricted to the samples ``index`` if given."""
+        def pick(x: torch.Tensor, sample_dim: int) -> torch.Tensor:
+            x = x if index is None else x.index_select(sample_dim, index)      # samples first: small copy
+            return x.index_select(0, models)
+        return Bags(pick(self.tokens, 1), pick(self.relevant_mask, 1), pick(self.counts, 2),
+                    pick(self.relevant_counts, 2), self.query)

@@ -1,0 +1,274 @@
+"""Batched training: many models trained at once as one computation (issue 5, spec §7.1).
+
+A sweep over parametrization × learning-rate ratio r × seed is P independent models. Their
+parameters are stacked along a leading model axis and one ``objective`` evaluates all P losses
+with batched matmuls; the sum of the P losses has the per-model gradients (the models share no
+parameter), so one backward pass serves every model. The optimizer is written out by hand
+because each model has its *own* learning rates — η_QK = r·η_OV differs from model to model,
+which torch's optimizers (one rate per parameter group) cannot express without one group per
+model. The update rules are torch's, step for step:
+
+- ``"gd"``: θ ← θ − η ∇L (full batch; the Euler discretisation of the gradient flow);
+- ``"sgd"``: torch.optim.SGD (momentum μ, dampening 0, coupled weight decay), minibatches;
+- ``"adamw"``: torch.optim.AdamW (bias-corrected moments, decoupled weight decay).
+
+``tests/test_sweep.py`` checks that the batched run equals a Python loop of
+``attnflow.train.train`` (torch's optimizers) model by model.
+
+**Matched training loss** (spec §7.1: compare "at a similar training loss"): with
+``target_loss`` each model is frozen at the first evaluated step where its full training loss is
+≤ the target; its step, its statistics at that step and its parameters are kept, and training
+goes on for the others until all are frozen or ``steps`` is reached.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from attnflow.progress import progress
+from attnflow.train import TrainingDiverged
+
+__all__ = ["Stacked", "SweepRun", "train", "minibatches", "OPTIMIZERS", "TrainingDiverged"]
+
+OPTIMIZERS = ("gd", "sgd", "adamw")
+ON_DIVERGE = ("raise", "mark")
+
+# objective(params, sample_index or None, models) -> (loss (P_a,), stats {name: (P_a,)}) for the
+# models of the index tensor ``models`` (the ones still training); sample_index None = full data.
+Objective = Callable[[Mapping[str, torch.Tensor], "torch.Tensor | None", torch.Tensor], tuple]
+
+
+@dataclass
+class Stacked:
+    """One parameter tensor of a group of models, stacked on a leading model axis."""
+
+    value: torch.Tensor      # (P_g, ...) the parameter of each model of the group
+    models: torch.Tensor     # (P_g,) long: index of each slice's model in 0..P−1
+    lr: torch.Tensor         # (P_g,) learning rate of each slice (η_QK or η_OV of its model)
+
+
+@dataclass
+class SweepRun:
+    """What a batched run recorded. Arrays are (n_records, P) or (P,), models in sweep order."""
+
+    steps: np.ndarray                        # (R,) recorded steps
+    loss: np.ndarray                         # (R, P) full training loss (NaN once frozen)
+    stats: dict[str, np.ndarray]             # name -> (R, P) objective statistics (NaN once frozen)
+    stopped_at: np.ndarray                   # (P,) step of the matched loss (−1: never reached)
+    diverged: np.ndarray                     # (P,) bool: loss became NaN/inf (on_diverge="mark")
+    loss_final: np.ndarray                   # (P,) loss at the stop step (or at the last step)
+    stats_final: dict[str, np.ndarray]       # name -> (P,) statistics at the stop (or last) step
+    params: dict[str, torch.Tensor]          # name -> (P_g, ...) final (frozen) parameters
+    steps_run: int                           # optimizer steps actually taken
+    wall_s: float
+    target_loss: float | None = None
+    labels: list[str] = field(default_factory=list)
+    checkpoints: dict[float, dict] = field(default_factory=dict)   # level -> {"step": (P,), "params": {...}}
+
+    @property
+    def reached(self) -> np.ndarray:
+        """(P,) bool: the model reached the target loss."""
+        return self.stopped_at >= 0
+
+
+def minibatches(n_samples: int, batch_size: int, seed: int) -> "Callable[[], torch.Tensor]":
+    """A stream of minibatch indices (without replacement within an epoch, reshuffled per
+    epoch); the same seed gives the same stream, so a looped run can replay it."""
+    if not 1 <= batch_size <= n_samples:
+        raise ValueError(f"parameter 'batch_size': received {batch_size!r}; allowed: an integer in [1, {n_samples}]")
+    gen = torch.Generator().manual_seed(int(seed))
+    state = {"perm": torch.randperm(n_samples, generator=gen), "pos": 0}
+
+    def draw() -> torch.Tensor:
+        if state["pos"] + batch_size > n_samples:
+            state["perm"], state["pos"] = torch.randperm(n_samples, generator=gen), 0
+        idx = state["perm"][state["pos"]: state["pos"] + batch_size]
+        state["pos"] += batch_size
+        return idx
+
+    return draw
+
+
+def _check(optimizer: str, steps: int, target_loss, on_diverge: str, tensors: Mapping[str, Stacked]) -> None:
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"parameter 'optimizer': received {optimizer!r}; allowed: one of {', '.join(OPTIMIZERS)}")
+    if not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"parameter 'steps': received {steps!r}; allowed: an integer ≥ 0")
+    if target_loss is not None and not (math.isfinite(target_loss) and target_loss > 0):
+        raise ValueError(f"parameter 'target_loss': received {target_loss!r}; allowed: a finite number > 0 or None")
+    if on_diverge not in ON_DIVERGE:
+        raise ValueError(f"parameter 'on_diverge': received {on_diverge!r}; allowed: one of {ON_DIVERGE}")
+    for name, t in tensors.items():
+        if not bool(torch.all(torch.isfinite(t.lr) & (t.lr > 0))):
+            raise ValueError(f"learning rates of {name!r} must be finite and > 0; received {t.lr.tolist()}")
+
+
+def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *, optimizer: str = "gd",
+          steps: int, target_loss: float | None = None, batch_size: int | None = None,
+          n_samples: int | None = None, eval_every: int = 1, record_every: int = 10, momentum: float = 0.0,
+          weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+          seed: int = 0, on_diverge: str = "raise", labels: Sequence[str] | None = None,
+          checkpoints: Sequence[float] = (), step_limits: Sequence[int] | None = None, cpu_threads: int | None = 1,
+          desc: str = "sweep") -> SweepRun:
+    """Train P = ``n_models`` stacked models together for at most ``steps`` optimizer steps.
+
+    ``batch_size=None`` is full-batch (the loss that is descended is the training loss, checked
+    every step); otherwise minibatches of ``n_samples`` come from :func:`minibatches` and the full
+    training loss is evaluated every ``eval_every`` steps (stop and record checks happen there).
+    ``on_diverge="raise"`` raises :class:`TrainingDiverged` naming the model and step;
+    ``"mark"`` freezes a diverged model and flags it (for grids that probe where training breaks).
+    ``checkpoints``: loss levels above the target; each model's parameters are also kept at the
+    first evaluated step where its loss is ≤ the level (matched comparisons at several losses
+    from one run). ``step_limits`` (P,): a model still above the target at its own limit is
+    frozen there, unreached (e.g. a budget in gradient-flow time η·steps for models with
+    different η; checked at evaluated steps). ``cpu_threads``: torch intra-op threads during the run on CPU (None: leave as is). The
+    batched ops are small (milliseconds); on a shared 2-core machine two threads measured ~6×
+    *slower* than one (spin-waiting under contention), so the default is 1.
+    """
+    threads = torch.get_num_threads()
+    if cpu_threads is not None:
+        torch.set_num_threads(cpu_threads)
+    try:
+        return _train(objective, tensors, n_models, optimizer=optimizer, steps=steps, target_loss=target_loss,
+                      batch_size=batch_size, n_samples=n_samples, eval_every=eval_every, record_every=record_every,
+                      momentum=momentum, weight_decay=weight_decay, betas=betas, eps=eps, seed=seed,
+                      on_diverge=on_diverge, labels=labels, checkpoints=checkpoints, step_limits=step_limits, desc=desc)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch_size, n_samples, eval_every,
+           record_every, momentum, weight_decay, betas, eps, seed, on_diverge, labels, checkpoints,
+           step_limits, desc) -> SweepRun:
+    _check(optimizer, steps, target_loss, on_diverge, tensors)
+    if any(not (math.isfinite(c) and c > 0) or (target_loss is not None and c < target_loss) for c in checkpoints):
+        raise ValueError(f"parameter 'checkpoints': received {list(checkpoints)}; allowed: finite levels ≥ target_loss")
+    labels = list(labels) if labels is not None else [f"model {i}" for i in range(n_models)]
+    limits = np.full(n_models, steps) if step_limits is None else np.minimum(np.asarray(step_limits), steps)
+    if limits.shape != (n_models,) or (limits < 0).any():
+        raise ValueError(f"parameter 'step_limits': expected {n_models} integers ≥ 0; received {step_limits!r}")
+    if batch_size is not None and n_samples is None:
+        raise ValueError("parameter 'n_samples' is needed with a minibatch size")
+    draw = minibatches(n_samples, batch_size, seed) if batch_size is not None else None
+    names = list(tensors)
+    params = {n: tensors[n].value.detach().clone().requires_grad_(True) for n in names}
+    slots = {n: tensors[n].models for n in names}
+    lrs = {n: tensors[n].lr.to(params[n].dtype) for n in names}
+    device = params[names[0]].device
+    bufs = {n: torch.zeros_like(params[n]) for n in names}            # momentum / first moment
+    sq = {n: torch.zeros_like(params[n]) for n in names}              # AdamW second moment
+    count = {n: torch.zeros(len(slots[n]), dtype=params[n].dtype, device=device) for n in names}
+    active = torch.ones(n_models, dtype=torch.bool, device=device)
+    stopped_at = np.full(n_models, -1)
+    diverged = np.zeros(n_models, dtype=bool)
+    loss_final = np.full(n_models, np.nan)
+    stats_final: dict[str, np.ndarray] = {}
+    rec_steps, rec_loss, rec_stats = [], [], {}
+    snaps = {float(c): {"step": np.full(n_models, -1), "params": {n: p.detach().clone() for n, p in params.items()}}
+             for c in checkpoints}
+    t0, steps_run = time.perf_counter(), 0
+
+    def shape(n: str, v: torch.Tensor) -> torch.Tensor:              # (P_g,) -> (P_g, 1, ..., 1)
+        return v.reshape(-1, *([1] * (params[n].dim() - 1)))
+
+    for step in progress(range(steps + 1), desc=desc):
+        evaluate = batch_size is None or step % eval_every == 0 or step == steps
+        idx = torch.nonzero(active).flatten()                                 # (P_a,) models still training
+        on_np = idx.cpu().numpy()
+        loss = None
+        if evaluate:
+            with torch.set_grad_enabled(batch_size is None):
+                loss, stats = objective(params, None, idx)              # (P_a,), {k: (P_a,)}
+            value = np.full(n_models, np.nan)
+            value[on_np] = loss.detach().cpu().double().numpy()
+            stats_np = {}
+            for k, v in stats.items():
+                stats_np[k] = np.full(n_models, np.nan)
+                stats_np[k][on_np] = v.detach().cpu().double().numpy()
+            now = np.zeros(n_models, dtype=bool)
+            now[on_np] = True
+            bad = now & ~np.isfinite(value)
+            if bad.any():
+                who = ", ".join(labels[i] for i in np.flatnonzero(bad))
+                if on_diverge == "raise":
+                    raise TrainingDiverged(f"training diverged at step {step} for {who}: loss = "
+                                           f"{value[bad].tolist()}; lower the learning rates or the init scale")
+                diverged |= bad
+                now &= ~bad
+            newly = now & (value <= target_loss) if target_loss is not None else np.zeros_like(now)
+            at_limit = now & ~newly & (step >= limits)
+            last = newly | at_limit
+            for k, v in stats_np.items():
+                stats_final.setdefault(k, np.full(n_models, np.nan))[last] = v[last]
+            loss_final[last] = value[last]
+            stopped_at[newly] = step
+            for level, snap in snaps.items():                           # first crossing of each level
+                cross = now & (value <= level) & (snap["step"] < 0)
+                if cross.any():
+                    snap["step"][cross] = step
+                    hit = torch.from_numpy(cross).to(device)
+                    for n in names:
+                        m = shape(n, hit[slots[n]])
+                        snap["params"][n] = torch.where(m, params[n].detach(), snap["params"][n])
+            if step % record_every == 0 or last.any() or step == steps:
+                rec_steps.append(step)
+                rec_loss.append(np.where(now, value, np.nan))
+                for k, v in stats_np.items():
+                    rec_stats.setdefault(k, []).append(np.where(now, v, np.nan))
+            keep = torch.from_numpy(now[on_np] & ~newly[on_np] & ~at_limit[on_np]).to(device)  # (P_a,)
+            active[idx[~keep]] = False
+            if batch_size is None:
+                loss, idx = loss[keep], idx[keep]
+        if step == steps or not bool(active.any()):
+            break
+        if batch_size is not None:                                      # the loss to descend
+            idx = torch.nonzero(active).flatten()
+            loss, _ = objective(params, draw(), idx)
+            finite = torch.isfinite(loss.detach())
+            if not bool(finite.all()):
+                who = ", ".join(labels[i] for i in idx[~finite].tolist())
+                if on_diverge == "raise":
+                    raise TrainingDiverged(f"training diverged at step {step} for {who} (minibatch loss not finite)")
+                diverged[idx[~finite].cpu().numpy()] = True
+                active[idx[~finite]] = False
+                loss, idx = loss[finite], idx[finite]
+        grads = torch.autograd.grad(loss.sum(), [params[n] for n in names], allow_unused=True)
+        with torch.no_grad():
+            for n, g in zip(names, grads):
+                on = active[slots[n]]                                   # (P_g,) models still training
+                g = torch.zeros_like(params[n]) if g is None else torch.nan_to_num(g)
+                new_p, new_b, new_s = _update(optimizer, params[n], g, bufs[n], sq[n], count[n] + 1,
+                                              shape(n, lrs[n]), momentum, weight_decay, betas, eps, lambda v: shape(n, v))
+                m = shape(n, on)
+                params[n].copy_(torch.where(m, new_p, params[n]))
+                bufs[n] = torch.where(m, new_b, bufs[n])
+                sq[n] = torch.where(m, new_s, sq[n])
+                count[n] = count[n] + on.to(count[n].dtype)
+        steps_run = step + 1
+    stats = {k: np.asarray(v) for k, v in rec_stats.items()}
+    return SweepRun(np.asarray(rec_steps), np.asarray(rec_loss), stats, stopped_at, diverged, loss_final,
+                    stats_final, {n: p.detach() for n, p in params.items()}, steps_run,
+                    time.perf_counter() - t0, target_loss, labels, snaps)
+
+
+def _update(optimizer, p, g, buf, sq, step, lr, momentum, weight_decay, betas, eps, shape):
+    """One update of torch's GD / SGD / AdamW with a learning rate per model slice (lr: (P_g,1..))."""
+    if optimizer == "gd":
+        return p - lr * g, buf, sq
+    if optimizer == "sgd":
+        d_p = g + weight_decay * p if weight_decay else g
+        buf = momentum * buf + d_p if momentum else d_p
+        return p - lr * buf, buf, sq
+    beta1, beta2 = betas
+    p = p * (1 - lr * weight_decay)
+    buf = buf + (1 - beta1) * (g - buf)                                 # torch: exp_avg.lerp_(g, 1 − β1)
+    sq = beta2 * sq + (1 - beta2) * g * g
+    step = shape(step)
+    bias1, bias2 = 1 - beta1 ** step, 1 - beta2 ** step
+    denom = sq.sqrt() / bias2.sqrt() + eps
+    return p - (lr / bias1) * buf / denom, buf, sq
