@@ -52,3 +52,20 @@ def test_a_page_without_claims_fails():
 def test_registry_covers_both_specs():
     ids = set(claims.registry())
     assert {f"A{i}" for i in range(1, 15)} <= ids and {f"B{i}" for i in range(1, 18)} <= ids
+
+
+def test_documented_disagreement_with_the_paper_is_listed_not_failed(page, capsys):
+    assert not claims.check("A9", 0.01, 0.43, atol=0.05, what="AC at r = 10", source="paper", errata="sharpening-q5")
+    assert claims.check("A9", 0.43, 0.43, atol=0.05, what="AC at r = 10 (passes)", source="paper", errata="sharpening-q5")
+    out = capsys.readouterr().out
+    assert "≠ A9 AC at r = 10" in out and "not reproduced" in out and "sharpening-q5" in out
+    rec = json.loads((page / "test__ledger.json").read_text())
+    assert [r["verdict"] for r in rec["claims"]] == ["disagrees", "pass"]
+    assert rec["claims"][0]["errata"] == "sharpening-q5"
+    claims.finish()                                   # a documented disagreement does not fail the page
+    assert "1 disagree with the paper" in capsys.readouterr().out
+
+
+def test_only_paper_targets_can_disagree():
+    with pytest.raises(ValueError, match="a failed check of the reconstruction is a bug"):
+        claims.check("B12", 0.1, 0.2, atol=0.01, source="reconstruction", errata="fd-q5")

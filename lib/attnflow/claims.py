@@ -103,6 +103,7 @@ def check(
     tolerance: str | None = None,
     what: str = "",
     source: str = "reconstruction",
+    errata: str | None = None,
 ) -> bool:
     """Check one measured value against the expected one and record the verdict.
 
@@ -110,6 +111,13 @@ def check(
     elementwise for arrays), or ``predicate(measured) -> bool`` (then ``tolerance`` says in words
     what the predicate tests, e.g. "ordering FACO > CACO > FAFO > CAFO").
     ``what`` names the measured quantity; ``source`` is where ``expected`` comes from.
+
+    ``errata`` names the label of an entry on the errata page that documents, with evidence, that
+    the book does *not* reproduce this statement of the paper. The check keeps the paper's target
+    and tolerance; if it fails, its verdict is ``"disagrees"`` — listed in the ledger with a link
+    to the entry, not a build failure — and if it passes the verdict is ``"pass"`` as usual. Only
+    targets taken from the paper (or prior work) can disagree: a failed check of the book's own
+    reconstruction is a bug, so ``errata`` with ``source="reconstruction"`` is refused.
     """
     if claim_id not in registry():
         raise KeyError(f"unknown claim id {claim_id!r}; known ids: {', '.join(registry())}")
@@ -119,6 +127,9 @@ def check(
         raise ValueError(f"claim {claim_id}: give rtol/atol or a predicate (no tolerance-free checks)")
     if predicate is not None and (rtol is not None or atol is not None):
         raise ValueError(f"claim {claim_id}: give either rtol/atol or a predicate, not both")
+    if errata is not None and "paper" not in source and "prior work" not in source:
+        raise ValueError(f"claim {claim_id}: errata={errata!r} needs a target from the paper or prior work "
+                         f"(source {source!r}); a failed check of the reconstruction is a bug, not an erratum")
     if _state["page"] is None:
         raise RuntimeError("claims.check before params.validate: the page has no ledger yet")
 
@@ -149,22 +160,26 @@ def check(
         expected=expected_v,
         measured=measured_v,
         tolerance=tol,
-        verdict="pass" if ok else "fail",
+        verdict="pass" if ok else ("disagrees" if errata else "fail"),
+        errata=errata,
         page=_state["page"],
     )
     _state["records"].append(rec)
     _write()
-    mark = "✔" if ok else "✘"
+    mark = "✔" if ok else ("≠" if errata else "✘")
     exp = "" if expected is None else f" expected {_fmt(expected_v)},"
-    print(f"{mark} {claim_id} {what}: measured {_fmt(measured_v)},{exp} {tol} [{source}]")
+    note = f" — not reproduced, see errata ({errata})" if errata and not ok else ""
+    print(f"{mark} {claim_id} {what}: measured {_fmt(measured_v)},{exp} {tol} [{source}]{note}")
     return ok
 
 
 def finish() -> None:
     """Last cell of a page: print the summary and raise if any claim failed."""
     recs = _state["records"]
-    failed = [r for r in recs if r["verdict"] != "pass"]
-    print(f"claims on {_state['page']}: {len(recs) - len(failed)} passed, {len(failed)} failed")
+    failed = [r for r in recs if r["verdict"] == "fail"]
+    n_dis = sum(r["verdict"] == "disagrees" for r in recs)
+    dis = f", {n_dis} disagree with the paper (errata)" if n_dis else ""
+    print(f"claims on {_state['page']}: {len(recs) - len(failed) - n_dis} passed{dis}, {len(failed)} failed")
     if not recs:
         raise ClaimFailed(f"page {_state['page']} checked no claim")
     if failed:

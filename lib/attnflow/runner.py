@@ -224,7 +224,7 @@ def run_page(
         passed = failed = 0
         if record.exists():
             recs = json.loads(record.read_text(encoding="utf-8"))["claims"]
-            passed = sum(r["verdict"] == "pass" for r in recs)
+            passed = sum(r["verdict"] != "fail" for r in recs)      # "disagrees" is documented in the errata
             failed = len(recs) - passed
         out_dir.mkdir(parents=True, exist_ok=True)
         final_nb = out_dir / f"{name}.ipynb"

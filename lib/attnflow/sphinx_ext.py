@@ -146,22 +146,38 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
         key = doc[len("book/"):]
         if key not in recorded:
             logger.warning(f"claims ledger: page {doc} recorded no claim in this build", location=fromdocname)
-    rows, n_pass, n_fail = [], 0, 0
+    rows, n_pass, n_fail, n_dis = [], 0, 0, 0
+    std = app.env.get_domain("std")
     for p in pages:
         docname = "book/" + p["page"]
         for r in p["claims"]:
-            ok = r["verdict"] == "pass"
-            n_pass += ok
-            n_fail += not ok
-            if not ok:
+            verdict = r["verdict"]
+            n_pass += verdict == "pass"
+            n_fail += verdict == "fail"
+            n_dis += verdict == "disagrees"
+            if verdict == "fail":
                 logger.warning(f"claims ledger: claim {r['id']} ({r['what']}) failed on {docname}", location=fromdocname)
             link = nodes.reference("", "", internal=True,
                                    refuri=app.builder.get_relative_uri(fromdocname, docname) if docname in app.env.found_docs else "#")
             link += nodes.Text(p["page"])
+            if verdict == "disagrees":
+                label = r.get("errata") or ""
+                target = std.labels.get(label, std.anonlabels.get(label))
+                if target is None:
+                    logger.warning(f"claims ledger: claim {r['id']} on {docname} points to errata label {label!r}, "
+                                   "which no page defines", location=fromdocname)
+                    mark = nodes.Text("≠ disagrees (errata entry missing)")
+                else:
+                    mark = nodes.reference("", "", internal=True,
+                                           refuri=app.builder.get_relative_uri(fromdocname, target[0]) + "#" + target[1])
+                    mark += nodes.Text("≠ not reproduced: errata")
+            else:
+                mark = "✔ pass" if verdict == "pass" else "✘ fail"
             rows.append([r["id"], r["what"] or r["statement"], r["provenance"], r["source"], _fmt(r["expected"]),
-                         _fmt(r["measured"]), r["tolerance"], "✔ pass" if ok else "✘ fail", link])
-    summary = nodes.paragraph(text=f"{n_pass + n_fail} checks on {len(pages)} pages in this build: "
-                                   f"{n_pass} passed, {n_fail} failed.")
+                         _fmt(r["measured"]), r["tolerance"], mark, link])
+    dis = f", {n_dis} do not reproduce the paper (each linked to its errata entry)" if n_dis else ""
+    summary = nodes.paragraph(text=f"{n_pass + n_fail + n_dis} checks on {len(pages)} pages in this build: "
+                                   f"{n_pass} passed{dis}, {n_fail} failed.")
     table = _table(["id", "quantity checked", "claim provenance", "expected from", "expected", "measured",
                     "tolerance", "verdict", "page"], rows, widths=[5, 22, 10, 10, 10, 10, 15, 7, 11])
     for ph in placeholders:
