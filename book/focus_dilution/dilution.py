@@ -65,22 +65,19 @@ import time
 import numpy as np
 import sympy as sp
 
-from attnflow import display, plotting, seeding
+from attnflow import display, plotting
 from attnflow.focus_dilution import closed_forms, measure, model, runs, spectrum, symbolic
 from attnflow.focus_dilution.chain import hub_family
-from attnflow.focus_dilution.schemas import is_reference, make_chain
-from attnflow.focus_dilution.targets import EULER_T3000, SPEC, half_unit
+from attnflow.focus_dilution.schemas import is_reference, start_page
+from attnflow.focus_dilution.targets import EULER_CYCLE, EULER_T3000, SPEC, half_unit
 from attnflow.plotting import PALETTE, STAGE_COLORS
 
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-markov = make_chain(cfg)
-reference = is_reference(cfg)
+markov, reference = start_page(cfg)
 symmetric_family = cfg.chain == "hub" and cfg.delta == 0.0
 hub, pi = markov.hub, markov.pi
 low = [i for i in range(markov.d) if i != hub]
 g = closed_forms.g_rate(markov, cfg.score_scale)
-print(markov.name, "| π =", np.round(pi, 5), "| g =", round(g, 6), "| reference:", reference)
+print("g =", round(g, 6))
 
 # %% [markdown]
 # ## 1. The exact fit at $\theta_c^2$, symbolically
@@ -157,6 +154,8 @@ if symmetric_family:
     P_low = markov.P[low].mean(0)
     stats["L_c2_closed"] = closed_forms.theta_c2_loss(markov)
     stats["fit_err"] = float(max(np.abs(P_hat_end[hub] - markov.P[hub]).max(), np.abs(P_hat_end[low] - P_low).max()))
+else:                    # the exact fit is a property of the symmetric family only
+    stats["L_c2_closed"] = stats["fit_err"] = float("nan")
 for name, value in stats.items():
     display.number(name, value)
 print({k: round(v_, 6) for k, v_ in stats.items()}, "| early amplitude change has the sign of v:", early_sign_ok)
@@ -212,6 +211,8 @@ hub_c, ent_c = qc["hub_attention"], qc["attn_entropy"]
 after = tc >= t_esc if escaped else np.zeros_like(tc, bool)
 cyc = dict(t_esc=t_esc, cycle_s=run_c.wall_s, cycle_nfev=run_c.nfev, L_cycle_end=float(qc["loss"][-1]),
            bigram_cycle=chain_cycle.bigram_loss())
+cyc.update({k: float("nan") for k in ("hub_at_esc", "hub_c1_value", "hub_peak", "t_hub_peak", "hub_min_after",
+                                       "ent_min", "ent_final")})
 if escaped:
     k_peak = int(np.argmax(np.where(after, hub_c, -1)))
     cyc.update(hub_at_esc=float(hub_c[run_c.at(t_esc)]), hub_c1_value=float(hub_c[run_c.at(min(3000.0, t_esc))]),
@@ -229,9 +230,19 @@ print(chain_cycle.name, {k: round(v_, 6) for k, v_ in cyc.items()})
 # reaches {glue:text}`ent_min:.3f` and climbs back to {glue:text}`ent_final:.3f` at the horizon,
 # where the loss {glue:text}`L_cycle_end:.5f` has reached the bigram optimum
 # {glue:text}`bigram_cycle:.5f`.
+#
+# The spec lists 0.504 for the minimum after the peak and 0.721 for the final entropy. Those two
+# late numbers belong to its Euler path: our torch Euler run with $\Delta t=0.05$ gives
+# {glue:text}`euler_hub_min:.4f` and {glue:text}`euler_ent_final:.4f`, while the exact flow gives the
+# values above, unchanged when the solver tolerance goes from $10^{-7}$ to $10^{-10}$. Near the
+# bigram optimum many parameter settings fit $P$ equally well, and the attention pattern drifts along
+# them at a speed that the $O(\Delta t)$ error of Euler changes (errata Q5). Both paths agree on the
+# peak and the entropy minimum, which are checked below; the late values are reported, not checked.
 
 # %%
 display.number("delta_cycle_val", cfg.delta_cycle)
+display.number("euler_hub_min", EULER_CYCLE["hub_min_after"])
+display.number("euler_ent_final", EULER_CYCLE["ent_final"])
 fig, axes = plotting.subplots(2, 3, width=3.6, height=2.9)
 i_settle = int(np.flatnonzero(np.abs(q["loss"] - L_end) < 1e-4 * (markov.unigram_entropy() - L_end + 1e-12))[0])
 spans = [("condensation", 0, t_cond), ("plateau", t_cond, t_onset), ("focus", t_onset, t[i_peak]),

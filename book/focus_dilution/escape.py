@@ -70,9 +70,9 @@ import numpy as np
 import sympy as sp
 
 from attnflow import display, plotting, seeding
-from attnflow.focus_dilution import closed_forms, escape, measure, runs, symbolic
+from attnflow.focus_dilution import closed_forms, escape, runs, symbolic
 from attnflow.focus_dilution.chain import hub_family
-from attnflow.focus_dilution.schemas import is_reference, make_chain
+from attnflow.focus_dilution.schemas import is_reference
 from attnflow.focus_dilution.targets import SPEC, half_unit
 from attnflow.plotting import PALETTE, STAGE_COLORS
 
@@ -314,7 +314,8 @@ fig.suptitle(f"Escape from the degenerate point, {symmetric.name.replace(', δ=0
 # on $\mathcal M_1$ ($\sigma_2\le10^{-6}$). Rate vs $\sigma_{\max}(M_\perp)$ in the same window: 1 %
 # relative — the linear transverse theory neglects terms of relative size $\sigma_2^2\le10^{-2}$ at the
 # top of the window, and $M_\perp$ drifts while the trajectory settles. The intercept of rate$/\delta$
-# vs the Lyapunov–Schmidt $\lambda_1$: 2 % (the 1 % above plus the extrapolation over the sweep). The
+# vs the Lyapunov–Schmidt $\lambda_1$: 2 % (the 1 % above plus the extrapolation over the sweep, checked
+# when the sweep reaches $\delta\le0.1$). The
 # escape time is $\Theta(1/\delta)$ if $(t_{\rm esc}-t_{\rm settle})\delta$ varies by less than a factor
 # 1.5 over an eightfold range of $\delta$. Against the spec's Euler values: moving either edge of the
 # fit window by one stored time changes the rate by up to {glue:text}`sens_max:.1e` relative, and the
@@ -332,7 +333,10 @@ claims.check("B8", trap["L_end0"], trap["L_c2"], atol=1e-8, what="δ = 0: loss a
 claims.check("B9", float(ls.grad_norm.max()), 0.0, atol=1e-8, what="‖∇L‖ at the restricted critical points θ_c²(δ)")
 claims.check("B9", float(ls.off_manifold.max()), 0.0, atol=1e-6, what="σ2(W0) at θ_c²(δ) (on the rank-one manifold)")
 claims.check("B16", rates, mperp, rtol=1e-2, what="escape rate vs mean σ_max(M⊥) in the same window, per δ")
-claims.check("B15", lambda1_rates, ls.lambda1, rtol=2e-2, what="intercept of rate/δ (δ → 0) vs Lyapunov–Schmidt λ₁ = σ_max(M1)")
+if min(cfg.deltas) <= 0.1:   # extrapolating rate/δ to δ = 0 needs a sweep that reaches small δ
+    claims.check("B15", lambda1_rates, ls.lambda1, rtol=2e-2, what="intercept of rate/δ (δ → 0) vs Lyapunov–Schmidt λ₁ = σ_max(M1)")
+else:
+    print(f"sweep starts at δ = {min(cfg.deltas):g}: the intercept of rate/δ is reported, not checked")
 claims.check("B9", float(esc_scaled.max() / esc_scaled.min()), predicate=lambda x: x < 1.5, tolerance="< 1.5",
              what="max/min of (t_esc − t_settle)·δ over the sweep (escape time Θ(1/δ))")
 claims.check("B9", counts[-1] - rank_before, predicate=lambda x: x >= 1, tolerance="≥ 1",
@@ -345,6 +349,8 @@ if reference:
             claims.check("B9", te, SPEC["escape_time"][d_], atol=20.0, what=f"δ = {d_:g}: escape time vs the spec's")
             bigram_d = chain_at(d_).bigram_loss()
             claims.check("B9", bigram_d, SPEC["escape_bigram"][d_], atol=half_unit(0, 5), what=f"δ = {d_:g}: bigram optimum vs the spec's")
+            if cfg.horizon != 1e4:
+                continue
             if d_ <= 0.2:
                 claims.check("B9", sweep[d_][1].loss_end, bigram_d, atol=1e-4, what=f"δ = {d_:g}: loss at t = 10⁴ vs the bigram optimum")
             else:

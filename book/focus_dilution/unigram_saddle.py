@@ -74,18 +74,14 @@ import time
 import numpy as np
 import sympy as sp
 
-from attnflow import display, plotting, seeding
+from attnflow import display, plotting
 from attnflow.focus_dilution import closed_forms, measure, model, runs, spectrum, symbolic
 from attnflow.focus_dilution.chain import dirichlet_chain
-from attnflow.focus_dilution.schemas import is_reference, make_chain
+from attnflow.focus_dilution.schemas import is_reference, start_page
 from attnflow.focus_dilution.targets import SPEC, half_unit
 from attnflow.plotting import PALETTE, STAGE_COLORS
 
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-markov = make_chain(cfg)
-reference = is_reference(cfg)
-print(markov.name, "| π =", np.round(markov.pi, 5), "| reference configuration:", reference)
+markov, reference = start_page(cfg)
 
 # %% [markdown]
 # ## 1. The saddle and its rate, symbolically
@@ -370,7 +366,9 @@ fig.suptitle(f"Unigram saddle on the {markov.name}, m = {m}", y=1.03)
 # closed-form $g$ is the $\epsilon\to0$ limit of $g_{\rm eff}$: the visited point is offset from
 # $\theta_c^1$ by $\delta a\sim2\epsilon$, so $g_{\rm eff}/g-1$ is $O(\epsilon)$ with a
 # chain-dependent constant (here {glue:text}`g_eff_rel:.1e`); we require it to shrink at least
-# fivefold when $\epsilon$ is divided by ten (first order predicts tenfold). The spec's printed numbers are compared at half a unit of their last
+# fivefold when $\epsilon$ is divided by ten (first order predicts tenfold). Both flow checks need the
+# attention mode to be resolvable at this $\epsilon$, $|g|\ge5\epsilon\sigma_0$ (the plateau point
+# drifts at rates of order $\epsilon\sigma_0$); for chains with a slower mode they are reported only. The spec's printed numbers are compared at half a unit of their last
 # digit when they are closed forms, and at the same tolerances as above when they were measured
 # (its Euler trajectory carries the same offsets); the spec's $\kappa$ rate, measured on the same
 # window from the same initialization, is compared with ours at $2\times10^{-3}$.
@@ -389,10 +387,18 @@ claims.check("B5", blocks.n_unstable, m, atol=0, what="number of positive eigenv
 claims.check("B5", blocks.unstable_qk_residual, 0.0, atol=1e-8, what="max ‖WQ part − sign(g)·WK part‖ of the unstable eigenvectors",
              source="reconstruction")
 claims.check("B5", g_numeric, abs(g), rtol=1e-8, what="largest eigenvalue of J vs closed-form |g|", source="reconstruction")
-claims.check("B5", mode_growth, mode_growth_pred, rtol=2 * cfg.init_scale,
-             what="log-growth of the unstable mode ‖q ± k‖² over the window vs 2∫|g_eff|dt", source="reconstruction")
-claims.check("B5", abs(g_eff_small / g - 1), 0.0, atol=0.2 * abs(g_eff_start / g - 1) + 1e-4,
-             what="|g_eff/g − 1| at ε/10 (must shrink ≥ 5× from its value at ε: an O(ε) offset)", source="reconstruction")
+# The plateau point drifts at rates O(ε σ0) (neutral directions, untouched initial entries); the
+# attention mode is only resolved on the flow when it is clearly faster than that.
+resolvable = abs(g) >= 5 * cfg.init_scale * closed_forms.sigma0(markov)
+if not resolvable:
+    print(f"|g| = {abs(g):.2e} < 5 ε σ0 = {5 * cfg.init_scale * closed_forms.sigma0(markov):.2e}: the attention mode of this "
+          "chain is too slow to separate from the O(ε) drift of the plateau at this ε; its growth on the flow is "
+          "reported, not checked (the Jacobian checks above still apply)")
+if resolvable:
+    claims.check("B5", mode_growth, mode_growth_pred, rtol=2 * cfg.init_scale,
+                 what="log-growth of the unstable mode ‖q ± k‖² over the window vs 2∫|g_eff|dt", source="reconstruction")
+    claims.check("B5", abs(g_eff_small / g - 1), 0.0, atol=0.2 * abs(g_eff_start / g - 1) + 1e-4,
+                 what="|g_eff/g − 1| at ε/10 (must shrink ≥ 5× from its value at ε: an O(ε) offset)", source="reconstruction")
 claims.check("B4", loss_c1, markov.unigram_entropy(), atol=1e-6, what="L at the closest approach to θ_c¹ vs H(π)",
              source="reconstruction")
 claims.check("B4", W0_c1, c1.W0_norm, rtol=W0_tol, what="‖W0‖_F at θ_c¹ vs √(‖ℓ‖/‖π‖)", source="reconstruction")

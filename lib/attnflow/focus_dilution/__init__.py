@@ -1,0 +1,19 @@
+"""Focus–dilution chapter (Chen, Lin, Xu, Luo; spec ``shared/papers/focus_dilution.md``).
+
+Theory modules:
+
+- ``chain``         Markov chains: the hub + low-frequency family (§5.2), Dirichlet and user chains
+                    with validation, stationary distribution, sampled sequences.
+- ``model``         the one-layer transformer (W0, WQ, WK, W1): exact population loss (torch,
+                    float64), its closed-form gradient (§4.3), finite-sequence forward and loss.
+- ``closed_forms``  σ0, θ_c¹, g, ∂κA, M⊥, L(θ_c²) (R1–R5).
+- ``symbolic``      the sympy derivations behind them, returned with their residuals.
+- ``measure``       stage quantities along a trajectory and stage-detection helpers.
+- ``spectrum``      the flow's Jacobian at a critical point, by block; the redistribution drive.
+- ``runs``          population gradient flows (BDF + autograd Jacobian), Euler, projections.
+- ``escape``        escape statistics of the δ-sweep and the Lyapunov–Schmidt limit.
+- ``schemas``, ``targets``  page parameters and the spec's regression targets.
+
+Training on sampled sequences, stage detection, PCA and real text live in the other modules of
+this package (``training``, ``stages``, ``pca``, ``realtext``).
+"""

@@ -13,7 +13,7 @@ import numpy as np
 from attnflow.focus_dilution.chain import MarkovChain
 
 __all__ = ["B_matrix", "sigma0", "sigma0_euler", "escape_time_origin", "ThetaC1", "theta_c1", "g_rate",
-           "dkappa_A", "M_perp", "theta_c2_loss", "plateau_time", "origin_spectrum"]
+           "dkappa_A", "dkappa_A_at", "M_perp", "theta_c2_loss", "plateau_time", "origin_spectrum"]
 
 
 def B_matrix(chain: MarkovChain) -> np.ndarray:
@@ -82,6 +82,13 @@ def dkappa_A(chain: MarkovChain, score_scale: float = 1.0) -> np.ndarray:
     pi = chain.pi
     alpha2 = theta_c1(chain).alpha ** 2
     return score_scale * alpha2 * np.outer(pi, pi * (pi - (pi**2).sum()))
+
+
+def dkappa_A_at(chain: MarkovChain, a: np.ndarray, score_scale: float = 1.0) -> np.ndarray:
+    """∂_κ A_ik at κ = 0 on 𝓜₁ with amplitudes a (not necessarily απ): c π_k a_i (a_k − πᵀa), (d, d).
+    At a = απ this is :func:`dkappa_A`; on the flow a = απ + O(ε) (the visited point)."""
+    pi = chain.pi
+    return score_scale * np.outer(a, pi * (a - pi @ a))
 
 
 def M_perp(A: np.ndarray, P_hat: np.ndarray, chain: MarkovChain) -> np.ndarray:

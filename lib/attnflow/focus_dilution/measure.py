@@ -196,14 +196,16 @@ def attention_onset(t: np.ndarray, A: np.ndarray, pi: np.ndarray, threshold: flo
 
 def linear_response(A: np.ndarray, pi: np.ndarray, kappa: np.ndarray, kappa_max: float,
                     after: np.ndarray | None = None) -> np.ndarray:
-    """Least-squares slope of A_ik − π_k against κ over the stored times with |κ| ≤ kappa_max
-    (and ``after`` True), (d, d): the measured ∂_κA of claim B6 (R3)."""
+    """Least-squares slope of A_ik − π_k against κ (with an intercept, which absorbs the O(ε²)
+    attention offset of the plateau) over the stored times with |κ| ≤ kappa_max (and ``after``
+    True), (d, d): the measured ∂_κA of claim B6 (R3). Keep kappa_max ≲ |g|/4: beyond, the
+    amplitudes themselves move by O(κ/g) (redistribution) and bend the response."""
     sel = np.abs(kappa) <= kappa_max
     if after is not None:
         sel &= after
     if sel.sum() < 3:
         raise ValueError(f"fewer than 3 stored times with |κ| ≤ {kappa_max:g}; store more times")
-    k = kappa[sel]
-    Y = (A[sel] - pi).reshape(sel.sum(), -1)                                   # (n, d·d)
-    slope = (k @ Y) / (k @ k)                                                   # regression through 0
+    X = np.stack([np.ones(int(sel.sum())), kappa[sel]], 1)                      # (n, 2)
+    Y = (A[sel] - pi).reshape(sel.sum(), -1)                                    # (n, d·d)
+    slope = np.linalg.lstsq(X, Y, rcond=None)[0][1]
     return slope.reshape(A.shape[-2:])

@@ -12,7 +12,7 @@ from attnflow.focus_dilution.chain import REFERENCE, ChainError, MarkovChain, di
 from attnflow.params import Param, ParameterError, Schema
 
 __all__ = ["CONDENSATION", "UNIGRAM_SADDLE", "FOCUS", "DILUTION", "ESCAPE", "make_chain", "is_reference",
-           "REFERENCE_MODEL"]
+           "start_page", "REFERENCE_MODEL"]
 
 REFERENCE_MODEL = dict(d_model=8, init_scale=1e-3, score_scale=1.0, seed=1)
 
@@ -49,6 +49,20 @@ def make_chain(cfg) -> MarkovChain:
         return hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, cfg.delta)
     except ChainError as e:
         raise ParameterError(f"the chain parameters do not define a valid chain: {e}") from None
+
+
+def start_page(cfg) -> tuple[MarkovChain, bool]:
+    """Set-up cell of a theory page: seed everything, the book's plot style, the chain of the
+    parameters and whether the spec's reference targets apply; prints the chain and π."""
+    import numpy as np
+
+    from attnflow import plotting, seeding
+
+    seeding.seed_everything(cfg.seed)
+    plotting.use_style()
+    markov, reference = make_chain(cfg), is_reference(cfg)
+    print(markov.name, "| π =", np.round(markov.pi, 5), "| reference configuration:", reference)
+    return markov, reference
 
 
 def _valid_chain(cfg) -> bool:

@@ -16,7 +16,7 @@ import sympy as sp
 
 __all__ = ["generic_chain", "is_zero", "loss_of_logits", "origin_linearization", "unigram_saddle", "attention_tilt",
            "attention_block",
-           "transverse_block", "degenerate_point", "lyapunov_schmidt", "full_loss"]
+           "transverse_block", "degenerate_point", "lyapunov_schmidt", "backward_rules", "full_loss"]
 
 
 def is_zero(expr) -> bool:
@@ -426,7 +426,33 @@ def lyapunov_schmidt(n: int = 2) -> LyapunovSchmidt:
 
 
 # --------------------------------------------------------------------------------------------
-# Full model with a numeric chain (for the sympy-vs-autograd tests)
+# The backward pass of spec §4.3, rule by rule (model.PopulationGrad composes these rules)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class BackwardRules:
+    """Residuals (0) of the two nontrivial rules of the closed-form gradient of spec §4.3."""
+
+    logits: sp.Matrix            # ∂L/∂Z − Π(P̂ − P), P̂ = softmax(Z) row-wise
+    attention: sp.Matrix         # ∂⟨G_A, A(S)⟩/∂S − A ⊙ (G_A − rowsum(A ⊙ G_A)), A = softmax(S + log π)
+
+
+def backward_rules(d: int = 3) -> BackwardRules:
+    """Sympy derivation of the softmax rules used by ``model.PopulationGrad`` (general chain)."""
+    pi, F, _ = generic_chain(d)
+    Zs, _, G_Z = loss_of_logits(F)
+    logits = G_Z - sp.Matrix(d, d, lambda i, j: pi[i] * _softmax(list(Zs.row(i)))[j] - F[i, j])
+    S = sp.Matrix(d, d, lambda i, k: sp.Symbol(f"S_{i}{k}", real=True))
+    GA = sp.Matrix(d, d, lambda i, k: sp.Symbol(f"G_{i}{k}", real=True))
+    A = sp.Matrix([_softmax([S[i, k] + sp.log(pi[k]) for k in range(d)]) for i in range(d)])
+    inner = sum(GA[i, k] * A[i, k] for i in range(d) for k in range(d))
+    rule = sp.Matrix(d, d, lambda i, k: A[i, k] * (GA[i, k] - sum(A[i, l] * GA[i, l] for l in range(d))))
+    attention = sp.Matrix(d, d, lambda i, k: sp.diff(inner, S[i, k])) - rule
+    simp = lambda e: sp.cancel(sp.expand(e))  # noqa: E731
+    return BackwardRules(logits=logits.applyfunc(simp), attention=attention.applyfunc(simp))
+
+
+# --------------------------------------------------------------------------------------------
+# Full model with a numeric chain (small sizes only: the expression grows fast)
 # --------------------------------------------------------------------------------------------
 def full_loss(P, m: int = 2, score_scale=1):
     """The population loss of the full model as a sympy expression in the entries of
