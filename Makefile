@@ -32,7 +32,7 @@ book: setup
 	@echo "book: open _build/html/index.html"
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto    # one worker per core: the page smoke runs dominate
 
 run: setup
 	@test -n "$(NB)" || { echo "usage: make run NB=sharpening/lemma1_rescaling P='key=value ...' [PROFILE=paper] [OUT=dir]"; exit 2; }

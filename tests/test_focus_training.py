@@ -205,3 +205,56 @@ def test_sharpness_at_the_origin_is_sigma0(chain):
     run = training.train_runs([training.RunSpec(chain, training.population_examples(chain))], steps=1,
                               record_every=1, init_scale=1e-6, dtype="float64", device="cpu")[0]
     assert training.sharpness(run, [0.0])[0] == pytest.approx(closed_forms.sigma0(chain), rel=1e-4)
+
+
+# -------------------------------------------------------------------------------- page setup
+def page_cfg(**over):
+    """The parameters of a training page (schema ``training.CYCLE``), shrunk to run in a second."""
+    from types import SimpleNamespace
+
+    cfg = dict(chain="hub", n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4, delta=0.1, chain_seed=0, d_model=8,
+               init_scale=0.03, score_scale=1.0, seed=1, n_samples=64, seq_len=32, optimizer="gd", lr=1.0,
+               steps=40, record_every=10, data_seed=0, device="cpu")
+    return SimpleNamespace(**{**cfg, **over})
+
+
+def test_train_settings_are_keywords_of_train_runs():
+    import inspect
+
+    kw = training.train_settings(page_cfg(lr=0.5), dtype="float64")
+    accepted = inspect.signature(training.train_runs).parameters
+    assert set(kw) <= set(accepted), f"not keywords of train_runs: {set(kw) - set(accepted)}"
+    assert kw["lr"] == 0.5 and kw["dtype"] == "float64" and kw["seed"] == 1
+
+
+def test_start_page_builds_the_chain_and_seeds():
+    from attnflow.focus_dilution.schemas import make_chain
+
+    cfg = page_cfg()
+    markov = training.start_page(cfg)
+    first = torch.rand(3)
+    again = training.start_page(cfg)
+    assert torch.equal(first, torch.rand(3)), "start_page does not reseed torch with cfg.seed"
+    assert np.array_equal(markov.P, make_chain(cfg).P) and np.array_equal(again.P, markov.P)
+
+
+def test_flow_and_trained_start_together_and_equal_the_explicit_calls():
+    """The helper is the setup the pages cycle and pca_trajectories wrote out: same data, same θ(0),
+    same settings — so moving it into lib changes no result."""
+    from attnflow.focus_dilution import runs
+
+    cfg = page_cfg()
+    markov = training.start_page(cfg)
+    flow, trained = training.flow_and_trained(cfg, markov, dtype="float64")
+    horizon = cfg.lr * cfg.steps
+    assert flow.t[-1] == pytest.approx(horizon) and trained.t[-1] == pytest.approx(horizon)
+    for name in model.PARAM_NAMES:                                   # the same initial θ
+        assert torch.allclose(flow.result.states()[name][0], trained.states[name][0], atol=1e-15), name
+    data = training.MarkovContexts(markov, cfg.n_samples, cfg.seq_len, seed=cfg.data_seed)
+    explicit = training.train_runs([training.RunSpec(markov, data.examples(), "trained")], optimizer="gd", lr=1.0,
+                                   steps=40, record_every=10, init_scale=0.03, d_model=8, seed=1, score_scale=1.0,
+                                   device="cpu", dtype="float64")[0]
+    for name in model.PARAM_NAMES:
+        assert torch.equal(explicit.states[name], trained.states[name]), name
+    ref = runs.population_flow(markov, d_model=8, init_scale=0.03, seed=1, t_eval=runs.time_grid(horizon))
+    assert np.array_equal(ref.q["loss"], flow.q["loss"])

@@ -63,15 +63,12 @@ cfg = params.validate(globals(), CYCLE)
 # %%
 import numpy as np
 
-from attnflow import display, plotting, seeding
-from attnflow.focus_dilution import closed_forms, runs, stages, training
+from attnflow import display, plotting
+from attnflow.focus_dilution import closed_forms, stages, training
 from attnflow.focus_dilution.chain import hub_family
-from attnflow.focus_dilution.schemas import make_chain
 from attnflow.plotting import PALETTE
 
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-markov = make_chain(cfg)
+markov = training.start_page(cfg)       # seeds, plot style, the chain of the parameters
 horizon = cfg.lr * cfg.steps
 print(markov.name, "| π =", np.round(markov.pi, 4))
 
@@ -86,14 +83,7 @@ print(markov.name, "| π =", np.round(markov.pi, 4))
 # along the flow below.
 
 # %%
-flow = runs.population_flow(markov, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                            score_scale=cfg.score_scale, t_eval=runs.time_grid(horizon))
-data = training.MarkovContexts(markov, cfg.n_samples, cfg.seq_len, seed=cfg.data_seed)
-with runs.single_threaded():
-    trained = training.train_runs([training.RunSpec(markov, data.examples(), "trained")], optimizer=cfg.optimizer,
-                                  lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
-                                  init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed,
-                                  score_scale=cfg.score_scale, device=cfg.device, dtype="float32")[0]
+flow, trained = training.flow_and_trained(cfg, markov, dtype="float32")
 st_flow, st_train = stages.detect_run(flow), stages.detect_run(trained)
 lam_times = np.linspace(0.2 * horizon, horizon, 5)
 lam_max = training.sharpness(flow, lam_times)

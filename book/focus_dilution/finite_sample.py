@@ -74,14 +74,11 @@ cfg = params.validate(globals(), FINITE_SAMPLE)
 # %%
 import numpy as np
 
-from attnflow import display, plotting, seeding
+from attnflow import display, plotting
 from attnflow.focus_dilution import closed_forms, runs, stages, training
-from attnflow.focus_dilution.schemas import make_chain
 from attnflow.plotting import PALETTE
 
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-markov = make_chain(cfg)
+markov = training.start_page(cfg)       # seeds, plot style, the chain of the parameters
 horizon = cfg.lr * cfg.steps
 N_max, s_max = max(cfg.n_samples), max(cfg.seq_len)
 grid = sorted({(N, s_max) for N in cfg.n_samples} | {(N_max, s) for s in cfg.seq_len})
@@ -97,9 +94,7 @@ print(markov.name, "| runs (N, s):", grid)
 # alone; the exact flow (BDF) shows what the step $\eta$ itself changes.
 
 # %%
-kw = dict(optimizer=cfg.optimizer, lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
-          init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, score_scale=cfg.score_scale,
-          device=cfg.device, dtype="float64")
+kw = training.train_settings(cfg, dtype="float64")     # float64: compared with the float64 flow
 sampled, train_s = {}, 0.0
 with runs.single_threaded():
     population = training.train_runs([training.RunSpec(markov, training.population_examples(markov), "population")],
@@ -110,8 +105,7 @@ with runs.single_threaded():
         group = training.train_runs(specs, **kw)
         sampled.update({r.label: r for r in group})
         train_s += group[0].wall_s
-flow = runs.population_flow(markov, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                            score_scale=cfg.score_scale, t_eval=runs.time_grid(horizon))
+flow = training.page_flow(cfg, markov)
 display.number("lr_used", cfg.lr)
 print(f"training: {train_s + population.wall_s:.1f} s; flow {flow.wall_s:.1f} s")
 

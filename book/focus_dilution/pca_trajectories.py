@@ -65,14 +65,11 @@ cfg = params.validate(globals(), PCA_PAGE)
 # %%
 import numpy as np
 
-from attnflow import display, plotting, seeding
-from attnflow.focus_dilution import pca, runs, stages, training
-from attnflow.focus_dilution.schemas import make_chain
+from attnflow import display, plotting
+from attnflow.focus_dilution import pca, stages, training
 from attnflow.plotting import PALETTE
 
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-markov = make_chain(cfg)
+markov = training.start_page(cfg)       # seeds, plot style, the chain of the parameters
 horizon = cfg.lr * cfg.steps
 
 # %% [markdown]
@@ -83,14 +80,7 @@ horizon = cfg.lr * cfg.steps
 # that split each trajectory into phases; nothing is placed by hand.
 
 # %%
-flow = runs.population_flow(markov, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                            score_scale=cfg.score_scale, t_eval=runs.time_grid(horizon))
-data = training.MarkovContexts(markov, cfg.n_samples, cfg.seq_len, seed=cfg.data_seed)
-with runs.single_threaded():
-    trained = training.train_runs([training.RunSpec(markov, data.examples(), "trained")], optimizer=cfg.optimizer,
-                                  lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
-                                  init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed,
-                                  score_scale=cfg.score_scale, device=cfg.device)[0]
+flow, trained = training.flow_and_trained(cfg, markov)
 display.number("horizon", horizon)
 hub = markov.hub
 results = {}

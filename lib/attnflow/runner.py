@@ -47,9 +47,11 @@ class RunResult:
     passed: int
     failed: int
     parameters: dict[str, Any]
+    disagree: int = 0          # checks of the paper's statements that are not reproduced (errata)
 
     def summary(self) -> str:
-        return (f"{self.page}: ran in {self.seconds:.1f} s, claims {self.passed} passed, "
+        dis = f", {self.disagree} not reproduced (errata)" if self.disagree else ""
+        return (f"{self.page}: ran in {self.seconds:.1f} s, claims {self.passed} passed{dis}, "
                 f"{self.failed} failed -> {self.notebook}")
 
 
@@ -221,11 +223,12 @@ def run_page(
             raise PageFailed(f"{key}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n{_strip_ansi(tb)}") from None
         seconds = time.perf_counter() - start
         record = claims_tmp / (key.replace("/", "__") + ".json")
-        passed = failed = 0
+        passed = failed = disagree = 0
         if record.exists():
             recs = json.loads(record.read_text(encoding="utf-8"))["claims"]
-            passed = sum(r["verdict"] != "fail" for r in recs)      # "disagrees" is documented in the errata
-            failed = len(recs) - passed
+            passed = sum(r["verdict"] == "pass" for r in recs)
+            disagree = sum(r["verdict"] == "disagrees" for r in recs)   # documented in the errata
+            failed = len(recs) - passed - disagree
         out_dir.mkdir(parents=True, exist_ok=True)
         final_nb = out_dir / f"{name}.ipynb"
         shutil.move(str(nb_tmp), final_nb)
@@ -233,7 +236,7 @@ def run_page(
         if record.exists():
             final_claims = out_dir / f"{name}.claims.json"
             shutil.move(str(record), final_claims)
-    return RunResult(key, final_nb, final_claims, seconds, passed, failed, params)
+    return RunResult(key, final_nb, final_claims, seconds, passed, failed, params, disagree)
 
 
 def _strip_ansi(s: str) -> str:

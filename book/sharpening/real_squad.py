@@ -1,0 +1,185 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Real data: SQuAD (cloze stand-in)
+#
+# The paper's intervention on real data is one number: train the query-key circuit $r$ times
+# faster than the output-value circuit, everything else fixed, and watch the attention
+# interpretability proxies. This page does it for extractive question answering, SQuAD v1.1
+# ({cite:t}`rajpurkar2016squad`): find the answer to a question in a passage. The relevant
+# tokens are the answer span — the paper's headline number is here: AC rises from about 12% to
+# about 43% with faster query-key learning.
+#
+# ```{prf:observation} Faster query-key learning on SQuAD
+# :label: obs-real-squad
+#
+# **[paper]** {cite:p}`vashisht26a`: on SQuAD, AC rises from ~12% to ~43% with faster QK
+# learning, with stable or slightly better accuracy (claim A9); sufficiency and
+# comprehensiveness of the top-attention tokens improve (A11, direction assumed by the spec).
+# **[prior work]**: the dataset {cite:p}`rajpurkar2016squad`; sufficiency and comprehensiveness
+# {cite:p}`deyoung2020eraser`.
+# **[reconstruction]**: the casting of the task (a pointer at the answer's first token), the
+# model (a learned embedding and one FAFO head whose query is the question), every
+# hyperparameter (spec Q5), the thresholds (Q3) and the rationale protocol (Q4).
+# ```
+
+# %% tags=["parameters"]
+source = "auto"              # auto (real data if reachable, else stand-in), hub or standin
+n_train = 1500               # training questions (fixed random subset)
+n_test = 400                 # held-out questions (the validation split)
+max_len = 112                # tokens of question + <sep> + passage (longer ones are cut)
+vocab_size = 5000            # V, word vocabulary fitted on the training split (case kept)
+d_model = 32                 # d, embedding width
+d_head = 32                  # d_h, head width of W_Q, W_K, W_O, W_V
+parametrization = "FAFO"     # a standard attention head
+init_scale = 1.0             # circuit init std × √d (embedding rows have std 1/√d)
+lr_ratios = [1.0, 3.0, 10.0]  # r, the ratio η_QK over η_OV
+optimizers = ["adamw", "sgd"]  # the paper's two optimizers
+lr_adamw = 0.001             # AdamW η_OV (spec §7.2)
+lr_sgd = 0.1                 # SGD η_OV (spec §7.2)
+momentum = 0.9               # SGD momentum μ (spec §7.2)
+weight_decay = 0.01          # AdamW decoupled weight decay (spec §7.2)
+epochs_adamw = 5.0           # AdamW passes over the training subset
+epochs_sgd = 10.0            # SGD passes (SGD moves attention more slowly)
+batch_size = 64              # minibatch size (spec §7.2: 32 to 64)
+seeds = [0, 1, 2]            # init seeds, paired across r
+tau_attn = 0.5               # AC threshold τ_a
+tau_conf = 0.5               # ACMC confidence threshold τ_c
+tau_attns = [0.3, 0.4, 0.5, 0.6, 0.7]  # τ_a of the threshold sweep (Q3)
+device = "auto"              # auto, cpu or cuda
+
+# %%
+from attnflow import claims, params
+from attnflow.sharpening.realdata import SQUAD_SCHEMA
+cfg = params.validate(globals(), SQUAD_SCHEMA)
+
+# %%
+from attnflow import data, plotting, seeding
+from attnflow.sharpening import realdata, realreport
+
+seeding.seed_everything(cfg.seeds[0])
+plotting.use_style()
+ds = data.load("squad", source=cfg.source)        # prints the source it used
+
+# %% [markdown]
+# ## 1. Data
+#
+# The line printed above names the source. Where the Hugging Face Hub is unreachable (as on the
+# machines this book is built on) it is the **offline stand-in** of `data/README.md`: **cloze
+# questions over real Wikipedia paragraphs**, not SQuAD's crowd-written questions. A question
+# is one sentence of a paragraph with a name or a number replaced by `@placeholder`; the passage
+# is the *other* sentences of the paragraph, which contain the answer exactly once. So:
+#
+# - answers are short (a name or a number, 1.1 tokens on average; SQuAD's are often phrases);
+# - the question sentence is not in the passage, so there is little word overlap to follow;
+# - 4.4k items from 86 articles instead of 98k questions about 536 articles.
+#
+# Passages longer than `max_len` are cut and the items whose answer is cut away are dropped.
+# AC sizes on this set are not comparable with the paper's 12% → 43%; only directions are.
+
+# %%
+realreport.data_table(ds)
+
+# %% [markdown]
+# **Model** [reconstruction] (`attnflow.sharpening.realdata`): question, `<sep>` and passage are
+# embedded by a learned $E\in\mathbb R^{V\times d}$; the query is the mean embedding of the
+# question, it attends over the passage through $W_QW_K^\top$, and the output *points*: the logit
+# of passage position $t$ is $e_{x_t}^\top W_OW_V\,o$ with $o$ the attended embedding (spec §4 with
+# a tied unembedding, "predict the answer token"). The target is the answer's first position. No
+# positional encoding: deleting a token from the attention is exact (ERASER); the answer
+# candidates stay all passage positions, or comprehensiveness would be trivially the full
+# confidence whenever the rationale holds the answer. $\eta_{QK}=r\,\eta_{OV}$ on $W_Q,W_K$;
+# $\eta_{OV}$ on $W_O,W_V$ *and* on $E$. Models with the same seed start from the same weights
+# and see the same minibatches, so every comparison over $r$ is paired.
+
+# %%
+ex = realdata.experiment(ds, cfg)
+realreport.report(ex)   # prints the runs and the paired per-seed changes; glues the numbers cited below
+
+# %% [markdown]
+# ## 2. Results
+#
+# {glue:text}`n_train_used` training and {glue:text}`n_test_used` test questions; one row per
+# optimizer and $r$ (means over seeds, `_sd` their spread). *AC* and *ACMC* count test
+# questions whose attention on the answer span is $\ge\tau_a$ (and, for ACMC, whose
+# true-class probability is $\ge\tau_c$); *entropy* is the attention entropy (nats) over the
+# passage; sufficiency and comprehensiveness are AOPC over rationales of the top
+# $\{1,5,10,20,50\}\%$ tokens by attention.
+
+# %%
+fig = realreport.plot_metrics(ex)
+
+# %%
+fig = realreport.plot_dtap(ex, relevant="the answer span", unit="questions")
+
+# %% [markdown]
+# **Attention sharpens with $r$, but never onto the answer.** With AdamW the attention entropy
+# falls from {glue:text}`ent_adamw_r1:.2f` nats at $r=1$ to {glue:text}`ent_adamw_rmax:.2f` at
+# $r=$ {glue:text}`r_max:g` (SGD: {glue:text}`ent_sgd_r1:.2f` → {glue:text}`ent_sgd_rmax:.2f`), yet
+# the mean attention on the answer span stays at {glue:text}`rel_adamw_r1:.3f` →
+# {glue:text}`rel_adamw_rmax:.3f` and AC at $\tau_a=$ {glue:text}`tau:g` at
+# {glue:text}`ac_adamw_r1:.3f` → {glue:text}`ac_adamw_rmax:.3f` (AdamW; SGD
+# {glue:text}`ac_sgd_r1:.3f` → {glue:text}`ac_sgd_rmax:.3f`). The models answer
+# {glue:text}`acc_adamw_r1:.3f` → {glue:text}`acc_adamw_rmax:.3f` of the questions (AdamW;
+# SGD {glue:text}`acc_sgd_r1:.3f` → {glue:text}`acc_sgd_rmax:.3f`) through the output circuit
+# alone: the pointer logit $e_{x_t}^\top W_{OV}o$ learns which *kinds* of tokens are answers
+# (names, numbers, rare words), whatever the attention does. A position-free one-layer model
+# cannot tell which of the ~16 names of a passage fills the placeholder — the clue sits in the
+# words around it — so the attention has nothing to concentrate on, and a faster QK circuit
+# sharpens it onto passage tokens that are not the answer.
+#
+# ```{admonition} Not reproduced on the stand-in
+# :class: warning
+# The paper's AC rise on SQuAD (~12% → ~43%, claim A9) does not appear: AC is near zero at every
+# $r$ (paired per-seed changes {glue:text}`dac_adamw` with AdamW and {glue:text}`dac_sgd` with
+# SGD), at every threshold of the sweep. Nor do sufficiency and comprehensiveness improve
+# together (A11): with AdamW they barely move (sufficiency {glue:text}`suff_adamw_r1:.3f` →
+# {glue:text}`suff_adamw_rmax:.3f`, comprehensiveness {glue:text}`comp_adamw_r1:.3f` →
+# {glue:text}`comp_adamw_rmax:.3f`); with SGD comprehensiveness rises
+# ({glue:text}`comp_sgd_r1:.3f` → {glue:text}`comp_sgd_rmax:.3f`) but sufficiency does not fall
+# in every seed. Both depend on the stand-in (cloze questions without shared words) and on the
+# position-free model, unlike the paper's setting. Both are still checked below against the
+# paper's direction; the claims ledger lists them as "≠ not reproduced", linked to the
+# {ref}`errata entry <errata-sharpening-real-data>` that holds the evidence.
+# ```
+
+# %% [markdown]
+# ## 3. Claims
+#
+# Paired comparisons (same seed, same data and minibatches, only $r$ differs), $r=1$ against
+# $r_{\max}$, for each optimizer. The tolerances were fixed before the runs:
+#
+# - *A6, sharper attention*: the attention entropy is lower in every seed (the seeds differ by
+#   less than the effect, so "every seed" is the test rather than a tolerance).
+# - *A9, AC*: the seed-mean AC at $\tau_a=$ {glue:text}`tau:g` rises by at least 0.05. The
+#   paper's rise is 0.31; AC sizes on the stand-in are not comparable with it (Q3, Q5), so only
+#   the direction is tested, and 0.05 — a sixth of the paper's rise, about twice the sampling
+#   error of a paired AC difference on a few hundred questions — is the smallest change counted
+#   as a rise. A9 states no ACMC target, so ACMC is shown above but not checked.
+# - *A9, accuracy*: the seed-mean accuracy changes by at most 0.04 ("stable"): about two
+#   standard errors of a paired accuracy difference near 0.15 on {glue:text}`n_test_used`
+#   questions.
+# - *A11, ERASER*: AOPC sufficiency is lower and comprehensiveness higher in every seed — the
+#   better directions of ERASER (`attnflow.metrics`: sufficiency $m(x)_j-m(r)_j$, lower is
+#   better; comprehensiveness $m(x)_j-m(x\setminus r)_j$, higher is better), the spec's reading
+#   of "improve" (Q4).
+#
+# A6 and the accuracy part are reproduced and checked strictly: a failure fails the page. The AC
+# rise and A11 are not reproduced on this stand-in (`not_reproduced` below); their checks keep the
+# paper's direction and tolerance, and a failure is listed in the claims ledger as "≠ not
+# reproduced" with a link to the errata entry, not hidden and not a build failure.
+
+# %%
+checked = realreport.check_claims(ex, "A9", rise=0.05, accuracy_atol=0.04, errata="errata-sharpening-real-data",
+                                not_reproduced={"adamw": ["ac", "eraser"], "sgd": ["ac", "eraser"]})
+claims.finish()

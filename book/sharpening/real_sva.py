@@ -1,0 +1,194 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Real data: subject–verb agreement
+#
+# The paper's intervention on real data is one number: train the query-key circuit $r$ times
+# faster than the output-value circuit, everything else fixed, and watch the attention
+# interpretability proxies. This page does it for subject–verb agreement (SVA,
+# {cite:t}`linzen2016assessing`): read a sentence up to its verb and predict whether the verb
+# is singular or plural. The relevant token is the subject's head noun — the one word the
+# prediction should rest on.
+#
+# ```{prf:observation} Faster query-key learning on subject–verb agreement
+# :label: obs-real-sva
+#
+# **[paper]** {cite:p}`vashisht26a`: with a larger $\eta_{QK}/\eta_{OV}$ the attention
+# interpretability metrics (AC, ACMC) improve on HateXplain and SVA with AdamW and SGD, while
+# accuracy stays roughly unchanged (claim A10); sufficiency and comprehensiveness of the
+# top-attention tokens improve (A11, direction assumed by the spec).
+# **[prior work]**: the task {cite:p}`linzen2016assessing`; sufficiency and comprehensiveness
+# {cite:p}`deyoung2020eraser`.
+# **[reconstruction]**: the model (a learned embedding and one FAFO head read at a [CLS]-like
+# query), every hyperparameter (spec Q5), the thresholds (Q3) and the rationale protocol (Q4).
+# ```
+
+# %% tags=["parameters"]
+source = "auto"              # auto (real data if reachable, else stand-in), hub or standin
+n_train = 3000               # training examples (fixed random subset)
+n_test = 600                 # held-out examples (the test split)
+max_len = 48                 # tokens kept per prefix (the end, next to the verb)
+vocab_size = 2000            # V, word vocabulary fitted on the training split
+d_model = 32                 # d, embedding width
+d_head = 32                  # d_h, head width of W_Q, W_K, W_O, W_V
+parametrization = "FAFO"     # a standard attention head
+init_scale = 1.0             # circuit init std × √d (embedding rows have std 1/√d)
+lr_ratios = [1.0, 3.0, 10.0]  # r, the ratio η_QK over η_OV
+optimizers = ["adamw", "sgd"]  # the paper's two optimizers
+lr_adamw = 0.001             # AdamW η_OV (spec §7.2)
+lr_sgd = 0.1                 # SGD η_OV (spec §7.2)
+momentum = 0.9               # SGD momentum μ (spec §7.2)
+weight_decay = 0.01          # AdamW decoupled weight decay (spec §7.2)
+epochs_adamw = 6.0           # AdamW passes over the training subset
+epochs_sgd = 12.0            # SGD passes (SGD moves attention more slowly)
+batch_size = 64              # minibatch size (spec §7.2: 32 to 64)
+seeds = [0, 1, 2]            # init seeds, paired across r
+tau_attn = 0.5               # AC threshold τ_a
+tau_conf = 0.5               # ACMC confidence threshold τ_c
+tau_attns = [0.3, 0.4, 0.5, 0.6, 0.7]  # τ_a of the threshold sweep (Q3)
+device = "auto"              # auto, cpu or cuda
+
+# %%
+from attnflow import claims, params
+from attnflow.sharpening.realdata import SVA_SCHEMA
+cfg = params.validate(globals(), SVA_SCHEMA)
+
+# %%
+from attnflow import data, plotting, seeding
+from attnflow.sharpening import realdata, realreport
+
+seeding.seed_everything(cfg.seeds[0])
+plotting.use_style()
+ds = data.load("sva", source=cfg.source)          # prints the source it used
+
+# %% [markdown]
+# ## 1. Data
+#
+# The line printed above names the source. Where the Hugging Face Hub is unreachable (as on the
+# machines this book is built on) it is the **offline stand-in** of `data/README.md`, which
+# differs from Linzen et al.'s set in ways that matter here:
+#
+# - **size**: a few thousand cases instead of ~1.35M sentences;
+# - **how cases are found**: agreement cases *mined by rules* from real Wikipedia and
+#   Shakespeare text (no dependency parser, so some subjects are misparsed — the label always
+#   matches the verb actually written), plus Marvin & Linzen-style *template* sentences, which
+#   supply most of the attractors (nouns of the other number between subject and verb);
+# - **verbs**: *was/were* and Shakespearean *hath/doth* are included, not only present tense.
+#
+# So the relevant-token masks are noisier than the paper's and the attractor cases are mostly
+# templates. Numbers on this page describe the stand-in, not SVA.
+
+# %%
+realreport.data_table(ds)
+
+# %% [markdown]
+# **Model** [reconstruction] (`attnflow.sharpening.realdata`): the prefix, preceded by one
+# query token `<sep>` (a [CLS]), is embedded by a learned $E\in\mathbb R^{V\times d}$; the query
+# attends over the prefix through $W_QW_K^\top$ and the attended embedding is mapped to the two
+# classes by $W_OW_V$ — spec §4 with learned instead of one-hot embeddings. No positional
+# encoding: deleting a token is exact (ERASER). $\eta_{QK}=r\,\eta_{OV}$ on $W_Q,W_K$;
+# $\eta_{OV}$ on $W_O,W_V$ *and* on $E$. Models with the same seed start from the same weights
+# and see the same minibatches, so every comparison over $r$ is paired.
+
+# %%
+ex = realdata.experiment(ds, cfg)
+realreport.report(ex)   # prints the runs and the paired per-seed changes; glues the numbers cited below
+
+# %% [markdown]
+# ## 2. Results
+#
+# {glue:text}`n_train_used` training and {glue:text}`n_test_used` test prefixes; one row per
+# optimizer and $r$ (means over seeds, `_sd` their spread). *AC* and *ACMC* count test
+# prefixes whose attention on the subject noun is $\ge\tau_a$ (and, for ACMC, whose
+# true-class probability is $\ge\tau_c$); *entropy* is the attention entropy (nats) over the
+# prefix; sufficiency and comprehensiveness are AOPC over rationales of the top
+# $\{1,5,10,20,50\}\%$ tokens by attention.
+
+# %%
+fig = realreport.plot_metrics(ex)
+
+# %%
+fig = realreport.plot_dtap(ex, relevant="the subject noun", unit="prefixes")
+
+# %% [markdown]
+# **With AdamW, attention sharpens with $r$ — but not onto the subject.** The attention entropy
+# falls from {glue:text}`ent_adamw_r1:.2f` nats at $r=1$ to {glue:text}`ent_adamw_rmax:.2f` at
+# $r=$ {glue:text}`r_max:g`: faster query-key learning concentrates attention, as the theory
+# says. What it concentrates on is another matter: the mean attention on the subject noun moves
+# from {glue:text}`rel_adamw_r1:.3f` to {glue:text}`rel_adamw_rmax:.3f`, and AC at
+# $\tau_a=$ {glue:text}`tau:g` from {glue:text}`ac_adamw_r1:.3f` to {glue:text}`ac_adamw_rmax:.3f`.
+# The threshold sweep and the DTAP maps show why: fast-QK attention is all-or-nothing. More
+# prefixes put nearly all their attention on the subject (AC at $\tau_a=$ {glue:text}`tau_hi:g`:
+# {glue:text}`achi_adamw_r1:.3f` → {glue:text}`achi_adamw_rmax:.3f`) and many more put almost none
+# on it, so whether "AC rises" depends on the threshold (spec Q3).
+# The most-attended token of a fast-QK model is typically a determiner ("the", "a", "this")
+# rather than the noun: frequent words have useful embeddings first (their rows get the most
+# gradient), and a QK circuit that runs ahead of the embedding locks onto them. The
+# top-attention tokens do matter more to the prediction — sufficiency falls from
+# {glue:text}`suff_adamw_r1:.3f` to {glue:text}`suff_adamw_rmax:.3f` and comprehensiveness rises
+# from {glue:text}`comp_adamw_r1:.3f` to {glue:text}`comp_adamw_rmax:.3f`, the direction A11
+# assumes — while accuracy moves from {glue:text}`acc_adamw_r1:.3f` to
+# {glue:text}`acc_adamw_rmax:.3f`.
+#
+# **With SGD nothing is consistent across seeds.** The entropy goes from
+# {glue:text}`ent_sgd_r1:.2f` to {glue:text}`ent_sgd_rmax:.2f` on average, but rises in some
+# seeds (per-seed changes printed above), AC goes from {glue:text}`ac_sgd_r1:.3f` to
+# {glue:text}`ac_sgd_rmax:.3f`, and accuracy from {glue:text}`acc_sgd_r1:.3f` to
+# {glue:text}`acc_sgd_rmax:.3f`. At $\eta_{OV}=0.1$ the SGD runs are slower than AdamW's, and
+# at this length the effect of $r$ is smaller than the spread between seeds.
+#
+# ```{admonition} Not reproduced on the stand-in
+# :class: warning
+# The paper's AC/ACMC gain (claim A10) does not appear on this stand-in with this model: the
+# paired per-seed changes of AC from $r=1$ to $r=$ {glue:text}`r_max:g` are
+# {glue:text}`dac_adamw` (AdamW) and {glue:text}`dac_sgd` (SGD); ACMC moves from
+# {glue:text}`acmc_adamw_r1:.3f` to {glue:text}`acmc_adamw_rmax:.3f` (AdamW) and from
+# {glue:text}`acmc_sgd_r1:.3f` to {glue:text}`acmc_sgd_rmax:.3f` (SGD). With SGD attention does
+# not sharpen in every seed (A6) and sufficiency and comprehensiveness do not improve in every
+# seed (A11). All of these are still checked below against the paper's direction; the claims
+# ledger lists them as "≠ not reproduced", linked to the
+# {ref}`errata entry <errata-sharpening-real-data>` that holds the evidence and the differences
+# between stand-in and paper setup.
+# ```
+
+# %% [markdown]
+# ## 3. Claims
+#
+# Paired comparisons (same seed, same data and minibatches, only $r$ differs), $r=1$ against
+# $r_{\max}$, for each optimizer. The tolerances were fixed before the runs:
+#
+# - *A6, sharper attention*: the attention entropy is lower in every seed (the seeds differ by
+#   less than the effect, so "every seed" is the test rather than a tolerance).
+# - *A10, AC and ACMC*: each seed mean rises by at least 0.05 ($\tau_a=\tau_c=$
+#   {glue:text}`tau:g`). The paper gives no size on SVA ("similar gains" to SQuAD's 0.31); 0.05
+#   — a sixth of the SQuAD rise, about twice the sampling error of a paired AC difference on a
+#   few hundred prefixes — is the smallest change counted as a gain. The threshold matters here
+#   (Q3): at $\tau_a=$ {glue:text}`tau_hi:g` AdamW's AC does rise, but the check stays at the
+#   default threshold fixed in advance.
+# - *A10, accuracy*: the seed-mean accuracy changes by at most 0.05, about two standard errors of
+#   a paired accuracy difference near 0.78 on {glue:text}`n_test_used` prefixes.
+# - *A11, ERASER*: AOPC sufficiency is lower and comprehensiveness higher in every seed — the
+#   better directions of ERASER (`attnflow.metrics`: sufficiency $m(x)_j-m(r)_j$, lower is
+#   better; comprehensiveness $m(x)_j-m(x\setminus r)_j$, higher is better), the spec's reading
+#   of "improve" (Q4).
+#
+# Reproduced and checked strictly (a failure fails the page): with AdamW A6, A11 and the
+# accuracy part; with SGD the accuracy part. Everything else is not reproduced on this stand-in
+# (`not_reproduced` below): the checks keep the paper's direction and tolerance, and a failure is
+# listed in the claims ledger as "≠ not reproduced" with a link to the errata entry, not hidden
+# and not a build failure.
+
+# %%
+checked = realreport.check_claims(ex, "A10", rise=0.05, accuracy_atol=0.05, errata="errata-sharpening-real-data",
+                                not_reproduced={"adamw": ["ac", "acmc"], "sgd": ["entropy", "ac", "acmc", "eraser"]})
+claims.finish()

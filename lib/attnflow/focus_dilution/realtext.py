@@ -1,0 +1,289 @@
+"""The focus–dilution model on real text, and its Markov (bigram) approximation (spec
+focus_dilution.md §7 item 8, Q6–Q7; claims B10–B11).
+
+    text = realtext.load_stream("wikitext", vocab_size=64)      # prints the source line
+    res = realtext.train(text, seq_len=64, n_train=1024, steps=2800, lr=0.1)
+    res.lift()[:, text.index("the")]      # attention lift of "the" over training
+    realtext.milestones(res)              # stage markers, first attention move vs theory
+
+**Vocabulary** [reconstruction]. Word-level pieces of ``attnflow.data`` (whitespace runs are
+tokens of their own, so " " and "\\n" have ids); the ``vocab_size − 1`` most frequent pieces keep
+an id and every other piece falls into one UNK bucket (the last id), so d stays small enough for
+a CPU. **Model.** The one-layer transformer of spec §4.2 (``focus_dilution.model``): the last
+context token queries the s context positions and predicts the next token. Contexts are windows
+x_1..x_{s+1} cut at random offsets of the token stream; as the model has no positions, a window
+enters only through its counts (``training.Examples``). **Markov approximation.** The bigram
+chain fitted on the training stream (add-α smoothing) has a population loss (spec §4.3); the
+same initial θ trained on it is the prediction of the theory for real data (spec: "the Markov
+approximation holds well enough in early training"). Both runs are trained by
+``training.train_runs`` from the same initialization (paired), one after the other.
+
+**Attention per token id.** On held-out windows, A_kb = attention mass on the positions holding
+token k in row b; its mean over rows divided by the mean count share n_kb/s is the *lift* of k
+(1 under uniform attention; > 1 = focus on k). Entropy per row: −Σ_k A_kb log(A_kb / n_kb).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnflow import data
+from attnflow.focus_dilution import chain as chains, closed_forms, runs as runs_, training
+from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss
+from attnflow.params import Param, ParameterError, Schema
+
+__all__ = ["RealStream", "load_stream", "window_examples", "bigram_chain", "RealTextRun", "train",
+           "token_attention", "group_lift", "lifts_at", "markov_gap", "milestones", "SCHEMA", "CORPORA"]
+
+CORPORA = ("wikitext", "tinystories")
+SHOW = {" ": "␣", "\n": "\\n", "\n\n": "\\n\\n"}
+
+
+@dataclass
+class RealStream:
+    """A corpus as compact token ids: the vocab_size − 1 most frequent pieces, then UNK (last id)."""
+
+    name: str
+    source: str               # the loader's announcement line
+    standin: bool
+    train: torch.Tensor       # (L,) int64 in [0, d)
+    validation: torch.Tensor  # (L_val,)
+    units: list[str]          # (d,) the piece of each id ("<unk>" last)
+
+    @property
+    def d(self) -> int:
+        return len(self.units)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(d,) training counts."""
+        return torch.bincount(self.train, minlength=self.d).numpy()
+
+    @property
+    def pi(self) -> np.ndarray:
+        """(d,) unigram frequencies of the training stream."""
+        c = self.counts.astype(float)
+        return c / c.sum()
+
+    def index(self, unit: str) -> int:
+        """Id of a piece; KeyError naming the kept pieces if it fell into UNK."""
+        if unit not in self.units:
+            raise KeyError(f"piece {unit!r} is not among the {self.d - 1} kept pieces of {self.name}; "
+                           f"kept: {self.units[:20]}…")
+        return self.units.index(unit)
+
+    def label(self, k: int) -> str:
+        """Printable name of token k (␣ for a space, \\n for a newline)."""
+        return SHOW.get(self.units[k], self.units[k])
+
+
+def load_stream(name: str, vocab_size: int = 64, source: str = "auto", max_chars: int | None = None,
+                scheme: str = "words") -> RealStream:
+    """Load ``wikitext`` or ``tinystories`` (one source line printed) and keep vocab_size − 1 pieces + UNK.
+    ``scheme``: "words" (whitespace runs are tokens) or "gpt2" (a space attaches to the next word)."""
+    if name not in CORPORA:
+        raise ParameterError(f"parameter 'corpus': received {name!r}; allowed: one of {CORPORA}")
+    if not isinstance(vocab_size, int) or vocab_size < 3:
+        raise ParameterError(f"parameter 'vocab_size': received {vocab_size!r}; allowed: an integer ≥ 3")
+    corpus = data.load(name, source=source, max_chars=max_chars)
+    stream = corpus.encode(vocab_size=vocab_size + 2, scheme=scheme)       # specials <pad>, <unk>, <sep> + vocab_size − 1 pieces
+    tok = stream.tokenizer
+    n_kept = len(tok) - 3
+    remap = torch.full((len(tok),), n_kept, dtype=torch.long)      # <pad>, <unk>, <sep> -> UNK (pad/sep never occur)
+    remap[3:] = torch.arange(n_kept)
+    units = tok.vocab[3:] + ["<unk>"]
+    return RealStream(name, corpus.source, corpus.standin, remap[stream.train], remap[stream.validation], units)
+
+
+def window_examples(ids: torch.Tensor, d: int, n_samples: int, seq_len: int, seed: int) -> training.Examples:
+    """n_samples windows x_1..x_{s+1} at random offsets of ``ids``: query x_s, counts of x_1..x_s, target."""
+    if len(ids) < seq_len + 2:
+        raise ParameterError(f"parameter 'seq_len': received {seq_len}; the stream holds only {len(ids)} tokens")
+    gen = torch.Generator().manual_seed(int(seed))
+    start = torch.randint(0, len(ids) - seq_len - 1, (n_samples,), generator=gen)
+    win = ids[start[:, None] + torch.arange(seq_len + 1)]                      # (N, s + 1)
+    counts = torch.zeros(n_samples, d, dtype=torch.long).scatter_add_(1, win[:, :-1], torch.ones_like(win[:, :-1]))
+    return training.Examples.from_rows(win[:, -2], counts, win[:, -1], d)      # counts (d, B)
+
+
+def bigram_chain(ids: torch.Tensor, d: int, smoothing: float = 0.1) -> chains.MarkovChain:
+    """The Markov approximation: row-normalised bigram counts + ``smoothing`` (keeps π unique and > 0)."""
+    if not smoothing > 0:
+        raise ParameterError(f"parameter 'smoothing': received {smoothing!r}; allowed: a number > 0")
+    C = torch.bincount(ids[:-1] * d + ids[1:], minlength=d * d).reshape(d, d).double().numpy() + smoothing
+    return chains.from_matrix(C / C.sum(1, keepdims=True), name="bigram", meta={"smoothing": smoothing})
+
+
+def token_attention(theta: dict[str, torch.Tensor], ex: training.Examples, score_scale: float = 1.0):
+    """Attention mass per token id (T, d) averaged over the rows of ``ex``, count share (d,), and the
+    mean attention entropy over positions (T,), for a trajectory θ (T, …)."""
+    batch = training.stack([ex], dtype=theta["W0"].dtype)
+    batch = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in batch.items()}  # (T, d, B)
+    with torch.no_grad():
+        A, _ = training.forward(theta, batch, score_scale)                     # (T, d, B)
+    w = ex.weights.sum(0).to(A.dtype)                                          # (B,) row weights, sum 1
+    n = ex.counts.to(A.dtype)                                                  # (d, B)
+    share = ((n / n.sum(0)) * w).sum(-1)                                       # (d,)
+    A, n = A.double(), n.double()
+    per_pos = torch.where(n > 0, A / n.clamp_min(1), torch.ones_like(A))      # (T, d, B)
+    entropy = -((A * torch.log(per_pos.clamp_min(1e-300))) * w).sum((1, 2))  # (T,)
+    return (A * w).sum(-1).numpy(), share.numpy(), entropy.numpy()
+
+
+@dataclass
+class RealTextRun:
+    """The real-text run and the Markov-approximation run from the same θ(0), measured on the same
+    held-out windows. Dicts are keyed "real" and "markov"."""
+
+    text: RealStream
+    chain: chains.MarkovChain
+    runs: dict[str, training.TrainRun]  # training.TrainRun per run (t = lr·step, states, population q)
+    mass: dict[str, np.ndarray]         # (T, d) attention mass per token id on held-out windows
+    share: np.ndarray                   # (d,) count share of each token in those windows
+    entropy: dict[str, np.ndarray]      # (T,) mean attention entropy over positions
+    val_loss: dict[str, np.ndarray]     # (T,) loss on the held-out real windows
+    plateau: float                      # entropy of the training targets: the loss at the unigram saddle
+
+    @property
+    def t(self) -> np.ndarray:
+        return self.runs["real"].t
+
+    def lift(self, run: str = "real") -> np.ndarray:
+        """(T, d) attention lift mass/share (1 = uniform attention)."""
+        return self.mass[run] / self.share
+
+    def theory(self) -> dict[str, float]:
+        """Markov-approximation constants: unstable rate g at θ_c¹ (its sign sets the focus direction,
+        spec R2–R3), ‖π‖² (tokens above it gain attention when g > 0), H(π), bigram loss, log d."""
+        pi = self.chain.pi
+        return {"g": closed_forms.g_rate(self.chain), "pi_sq": float(pi @ pi), "H_pi": self.chain.unigram_entropy(),
+                "bigram": self.chain.bigram_loss(), "log_d": float(np.log(self.text.d))}
+
+    def first_move(self, level: float = 0.1, run: str = "real") -> tuple[int, np.ndarray]:
+        """Index of the first record where some token's lift is ≥ ``level`` away from 1, and the lift
+        change (d,) there; the Markov theory predicts it ∝ sign(g)·(π_k − ‖π‖²) (spec R3)."""
+        dev = np.abs(self.lift(run) - 1).max(-1)
+        hit = np.flatnonzero(dev >= level)
+        if not len(hit):
+            raise ValueError(f"attention never moved by {level} in lift; train longer (raise steps or lr)")
+        return int(hit[0]), self.lift(run)[hit[0]] - 1
+
+
+def train(text: RealStream, *, seq_len: int = 64, n_train: int = 1024, n_eval: int = 512, steps: int = 2800,
+          lr: float = 0.1, optimizer: str = "gd", record_every: int = 10, init_scale: float = 1e-3, d_model: int = 16,
+          smoothing: float = 0.1, seed: int = 1, device: str = "auto") -> RealTextRun:
+    """Train on real windows and on the fitted chain's population loss from the same θ(0); measure both."""
+    real_ex = window_examples(text.train, text.d, n_train, seq_len, seed)
+    eval_ex = window_examples(text.validation, text.d, n_eval, seq_len, seed + 1)
+    chain = bigram_chain(text.train, text.d, smoothing)
+    specs = {"real": training.RunSpec(chain, real_ex, "real text"),
+             "markov": training.RunSpec(chain, training.population_examples(chain), "Markov approximation")}
+    trained = {}
+    with runs_.single_threaded():       # tiny matmuls: extra threads only contend on a shared CPU
+        for name, spec in specs.items():    # one at a time: stacked, the d population rows would be padded to N
+            trained[name], = training.train_runs([spec], optimizer=optimizer, lr=lr, steps=steps, record_every=record_every,
+                                                 init_scale=init_scale, d_model=d_model, seed=seed, device=device,
+                                                 desc=f"{text.name}: {spec.label}")
+    eval_batch = training.stack([eval_ex], dtype=torch.float64)
+    out = {"runs": trained, "mass": {}, "entropy": {}, "val_loss": {}}
+    for name, run in out["runs"].items():
+        theta = {n: run.states[n] for n in PARAM_NAMES}                        # (T, …) float64
+        out["mass"][name], share, out["entropy"][name] = token_attention(theta, eval_ex)
+        b = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in eval_batch.items()}
+        with torch.no_grad():
+            out["val_loss"][name] = training.run_losses(theta, b).numpy()
+    q = real_ex.weights.sum(1).numpy()                                         # (d,) training target frequencies
+    plateau = float(-(q[q > 0] * np.log(q[q > 0])).sum())
+    return RealTextRun(text, chain, share=share, plateau=plateau, **out)
+
+
+def group_lift(lift: np.ndarray, ids) -> np.ndarray:
+    """(T,) lift of a group of tokens: the mean of their lifts."""
+    return lift[:, list(ids)].mean(-1)
+
+
+def lifts_at(res: RealTextRun, t: float, units, group) -> dict[str, float]:
+    """Lifts at the record nearest to time ``t``: of each piece in ``units`` (NaN for a piece that fell
+    into UNK) and, under "group", the mean lift of the token ids in ``group``. At the first attention
+    move this is what claim B11 compares: "the" and whitespace should lead, mid-frequency tokens follow."""
+    i = int(np.argmin(np.abs(res.t - t)))
+    lift = res.lift()[i]                                                      # (d,)
+    out = {u: float(lift[res.text.index(u)]) if u in res.text.units else float("nan") for u in units}
+    out["group"] = float(lift[list(group)].mean())
+    return out
+
+
+def markov_gap(res: RealTextRun) -> np.ndarray:
+    """(T,) |L_real − L_markov| on held-out windows, over the drop log d − L_real(end) (0 = same)."""
+    drop = np.log(res.text.d) - res.val_loss["real"][-1]
+    return np.abs(res.val_loss["real"] - res.val_loss["markov"]) / drop
+
+
+def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.1, move: float = 0.1) -> dict:
+    """The stage markers of one run, no hand-picked times (claims B10–B11):
+
+    - end of condensation: first record with L_train ≤ plateau + cond_frac·(log d − plateau), where
+      the embedding's effective rank and the largest |lift − 1| are read;
+    - escape: first record with L_train ≤ plateau − escape_frac·(plateau − bigram loss), and the
+      effective rank of W0 at the last record;
+    - first attention move (``RealTextRun.first_move``): its time and its agreement with the
+      Markov prediction sign(g)·(π_k − ‖π‖²) (Pearson correlation over tokens, sign agreement);
+    - the Markov run against the real run: the loss gap (``markov_gap``) on the plateau (end of
+      condensation to escape, where the theory linearizes) and over the whole run; the times at
+      which each run is halfway through condensation and escapes (same rules on its held-out loss).
+    """
+    th, t, loss = res.theory(), res.t, res.runs["real"].train_loss
+    rank = res.runs["real"].q["eff_rank_W0"]
+    i_c = int(np.argmax(loss <= res.plateau + cond_frac * (th["log_d"] - res.plateau)))
+    below = np.flatnonzero(loss <= res.plateau - escape_frac * (res.plateau - th["bigram"]))
+    i_e = int(below[0]) if len(below) else len(t) - 1
+    i_m, change = res.first_move(move)
+    predicted = np.sign(th["g"]) * (res.chain.pi - th["pi_sq"])
+    gap = markov_gap(res)
+
+    def first(y, level):                                                      # first t with y ≤ level
+        hit = np.flatnonzero(y <= level)
+        return float(t[hit[0]]) if len(hit) else float("nan")
+
+    val = res.val_loss
+    v_plateau = float(np.median(val["real"][i_c: max(i_e, i_c + 1)]))       # held-out loss on the plateau
+    half, esc = 0.5 * (th["log_d"] + v_plateau), v_plateau - escape_frac * (v_plateau - th["bigram"])
+    return {"t_half": first(val["real"], half), "t_half_markov": first(val["markov"], half),
+            "t_escape_val": first(val["real"], esc), "t_escape_markov": first(val["markov"], esc),
+            "gap_plateau": float(gap[i_c: max(i_e, i_c + 1)].max()),"t_cond": float(t[i_c]), "rank_cond": float(rank[i_c]), "rank_init": float(rank[0]),
+            "lift_dev_cond": float(np.abs(res.lift()[i_c] - 1).max()), "loss_cond": float(loss[i_c]),
+            "t_escape": float(t[i_e]), "escaped": bool(len(below)), "rank_end": float(rank[-1]),
+            "t_move": float(t[i_m]), "move_corr": float(np.corrcoef(change, predicted)[0, 1]),
+            "move_sign": float(np.mean(np.sign(change) == np.sign(predicted))), "move_change": change,
+            "move_predicted": predicted, "gap_all": float(gap.max()),
+            "loss_end": float(loss[-1]), **th}
+
+
+# -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------
+SCHEMA = Schema(
+    "focus_dilution/real_text",
+    requires=[(lambda c: len(set(c.corpora)) == len(c.corpora), "corpora are distinct"),
+              (lambda c: c.n_top < c.vocab_size - 1 and c.mid_ranks[1] < c.vocab_size - 1,
+               "n_top and mid_ranks lie inside the kept vocabulary")],
+    corpora=Param(list, doc="corpora", item=str, choices=CORPORA, max_len=2),
+    source=Param(str, doc="data source", choices=("auto", "hub", "standin")),
+    max_chars=Param(int, 10**4, 10**10, "characters kept per split (bounds tokenization time)"),
+    vocab_size=Param(int, 8, 4096, "d: most frequent pieces + one UNK bucket"),
+    d_model=Param(int, 2, 1024, "m, embedding width"),
+    seq_len=Param(int, 2, 4096, "s, context length of a window"),
+    n_train=Param(int, 16, 10**7, "N, training windows"),
+    n_eval=Param(int, 16, 10**6, "held-out windows for the attention measures"),
+    optimizer=Param(str, doc="full-batch optimizer", choices=training.OPTIMIZERS),
+    lr=Param(float, 0, 100, "learning rate (GD: Euler step of the flow)", lo_open=True),
+    steps=Param(int, 1, 10**7, "optimizer steps"),
+    record_every=Param(int, 1, 10**6, "steps between recorded states"),
+    init_scale=Param(float, 0, 1, "ε, init std of every entry", lo_open=True),
+    smoothing=Param(float, 0, 100, "add-α smoothing of the bigram chain", lo_open=True),
+    n_top=Param(int, 1, 100, "most frequent tokens of the 'frequent' group"),
+    mid_ranks=Param(list, 0, 4096, "frequency ranks [first, last] of the mid-frequency group", item=int,
+                    min_len=2, max_len=2),
+    seed=Param(int, 0, 2**31 - 1, "seed of the init and of the windows"),
+    device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
+)

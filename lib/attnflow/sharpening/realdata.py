@@ -1,0 +1,394 @@
+"""The sharpening model on real data: learned token embeddings + the QK/OV circuits (spec §7.2–7.3;
+claims A9–A11; open questions Q3–Q5).
+
+The synthetic model (``sharpening.model``) has fixed one-hot embeddings, d ≥ V, which a real
+vocabulary of thousands of words cannot afford. Here the embedding E (V, d) is learned and the
+circuits are those of spec §4.2 on d-dimensional embeddings [reconstruction]:
+
+    query      q_b   = mean of e_{x_t} over the query positions (every token up to the first <sep>)
+    scores     s_bt  = σ_s · q_bᵀ W_QK e_{x_bt}          over the key positions (after <sep>)
+    attention  p_b   = softmax(s_b)
+    classes    z_b   = W_OV Σ_t p_bt e_{x_bt}                     ("classification": K classes)
+    span       z_bt  = e_{x_bt}ᵀ W_OV Σ_u p_bu e_{x_bu}         ("span": a pointer over passage positions)
+
+A classification example is ``[<sep>] + tokens``: the query is one learned [CLS]-like token, as
+the spec's fixed query token x_T. A SQuAD-style example is ``question + [<sep>] + passage``: the
+query is the mean question embedding and the output points at the answer's first position (the OV
+circuit is then d×d, W_OV of the spec with a tied unembedding). No positional encoding, so a
+``keep_mask`` that is False at a key *deletes* that token exactly (ERASER's x∖r and r); for spans
+it deletes the token from the evidence, while the answer candidates stay all passage positions.
+
+Parameters carry a leading model axis P: one function serves one model and a stacked sweep
+(``attnflow.sweep``). η_QK = r·η_OV on W_QK (or W_Q, W_K); η_OV on W_OV (or W_O, W_V) and on E.
+The page schemas (``SCHEMAS``) are at the end; what the three dataset pages show and check (tables,
+glued numbers, figures, claim checks) is in ``sharpening.realreport``.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Mapping, NamedTuple, Sequence
+
+import numpy as np
+import torch
+
+from attnflow import device as devices, metrics, seeding, sweep
+from attnflow.data import ClassificationSet, WordTokenizer
+from attnflow.params import Param, ParameterError, Schema
+from attnflow.sharpening.model import PARAMETRIZATIONS, QK_NAMES, circuits
+
+__all__ = ["RealConfig", "Output", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
+           "evaluate", "Experiment", "experiment", "TITLES", "SCHEMAS", "SQUAD_SCHEMA", "HATEXPLAIN_SCHEMA", "SVA_SCHEMA", "PAD",
+           "SEP", "DATASETS"]
+
+PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
+DATASETS = ("squad", "hatexplain", "sva")
+LOWERCASE = {"squad": False, "hatexplain": True, "sva": True}   # SQuAD keeps case: answers are names
+TITLES = {"squad": "SQuAD", "hatexplain": "HateXplain", "sva": "SVA"}
+
+
+@dataclass(frozen=True)
+class RealConfig:
+    """One model family: the parametrization and sizes (spec §4.2 on learned embeddings)."""
+
+    parametrization: str       # CACO, CAFO, FACO or FAFO (FAFO = a standard attention head)
+    vocab_size: int            # V, rows of the embedding E
+    n_out: int                 # K classes ("classification"), or 0 for "span" (output = positions)
+    d_model: int = 32          # d, embedding width
+    d_head: int = 32           # d_h of the factorized circuits
+    task: str = "classification"
+    score_scale: float = 1.0   # σ_s
+    init_scale: float = 0.1    # circuits: N(0, (init_scale/√d)²); embedding rows N(0, 1/d) (≈ unit norm)
+
+    def __post_init__(self):
+        circuits(self.parametrization)
+        if self.task not in ("classification", "span"):
+            raise ParameterError(f"parameter 'task': received {self.task!r}; allowed: 'classification' or 'span'")
+        if self.task == "classification" and self.n_out < 2:
+            raise ParameterError(f"parameter 'n_out': received {self.n_out!r}; allowed: K ≥ 2 classes")
+        for name in ("vocab_size", "d_model", "d_head"):
+            if getattr(self, name) < (4 if name == "vocab_size" else 1):
+                raise ParameterError(f"parameter {name!r}: received {getattr(self, name)!r}; allowed: a positive integer")
+
+    @property
+    def out_rows(self) -> int:
+        """Rows of W_OV: K classes, or d for the span pointer (logit = e_xᵀ W_OV o)."""
+        return self.n_out if self.task == "classification" else self.d_model
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        fqk, fov = circuits(self.parametrization)
+        d, h, K = self.d_model, self.d_head, self.out_rows
+        qk = {"W_q": (d, h), "W_k": (d, h)} if fqk else {"W_qk": (d, d)}
+        ov = {"W_o": (K, h), "W_v": (h, d)} if fov else {"W_ov": (K, d)}
+        return {"emb": (self.vocab_size, d), **qk, **ov}
+
+
+class Output(NamedTuple):
+    logits: torch.Tensor   # (P, B, K) or (P, B, T) for spans (−inf off the passage)
+    attn: torch.Tensor     # (P, B, T), 0 at query, pad and deleted positions
+    scores: torch.Tensor   # (P, B, T), −inf at those positions
+
+
+@dataclass
+class Encoded:
+    """A split ready for the model: the query prefix added, rows without a key dropped."""
+
+    ids: torch.Tensor        # (N, T) token ids, <pad> = 0 on the right
+    relevant: torch.Tensor   # (N, T) bool, relevant keys (answer span, rationale, subject noun)
+    labels: torch.Tensor     # (N,) class id, or the answer's first position (span)
+    dropped: int             # examples lost to truncation (a relevant token would be cut)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def to(self, device) -> "Encoded":
+        return Encoded(self.ids.to(device), self.relevant.to(device), self.labels.to(device), self.dropped)
+
+    def with_relevant(self) -> torch.Tensor:
+        """(N,) bool: rows with at least one relevant token (the rows AC/ACMC/DTAP are computed on)."""
+        return self.relevant.any(-1)
+
+
+def encode(ds: ClassificationSet, split: str, tok: WordTokenizer, max_len: int, n_max: int | None = None,
+           seed: int = 0) -> Encoded:
+    """Encode ``split`` (cached by the data layer), keep at most ``n_max`` rows (a fixed random subset)."""
+    e = ds.encode(split, tok, max_len)
+    ids, rel, labels = e.ids, e.relevant, e.labels                             # (N, T), (N, T), (N,)
+    if ds.task == "classification":                                            # [<sep>] + tokens
+        ids = torch.cat([torch.full((len(ids), 1), SEP, dtype=ids.dtype), ids], 1)   # (N, 1 + T)
+        rel = torch.cat([torch.zeros(len(rel), 1, dtype=torch.bool), rel], 1)
+    elif not bool(((ids == SEP).sum(-1) >= 1).all()):
+        raise ParameterError(f"dataset {ds.name!r}: every span example needs a <sep> between question and passage")
+    if n_max is not None and n_max < len(labels):
+        pick = torch.from_numpy(np.sort(np.random.default_rng(seed).choice(len(labels), n_max, replace=False)))
+        ids, rel, labels = ids[pick], rel[pick], labels[pick]
+    return Encoded(ids.contiguous(), rel.contiguous(), labels.contiguous(), e.dropped)
+
+
+def init_params(cfg: RealConfig, seed: int, dtype=torch.float32) -> dict[str, torch.Tensor]:
+    """One model's parameters, each (1, ...): E ~ N(0, 1/d); circuit entries ~ N(0, (init_scale/√d)²)."""
+    gen = seeding.generator(seed)
+    out = {}
+    for name, shape in cfg.shapes().items():
+        std = 1.0 if name == "emb" else cfg.init_scale
+        out[name] = (std / cfg.d_model ** 0.5 * torch.randn(shape, generator=gen, dtype=torch.float64)).to(dtype)[None]
+    return out
+
+
+def effective(params: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """W_QK (P, d, d) and W_OV (P, K, d): W_Q W_Kᵀ and W_O W_V when factorized."""
+    W_qk = params["W_q"] @ params["W_k"].transpose(-1, -2) if "W_q" in params else params["W_qk"]
+    W_ov = params["W_o"] @ params["W_v"] if "W_o" in params else params["W_ov"]
+    return W_qk, W_ov
+
+
+def forward(params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConfig,
+            keep_mask: torch.Tensor | None = None) -> Output:
+    """All P models on the same batch ids (B, T) (module docstring); ``keep_mask`` (B, T) or
+    (P, B, T) bool deletes the keys where it is False."""
+    emb = params["emb"]                                                        # (P, V, d)
+    x = emb[:, ids]                                                            # (P, B, T, d)
+    is_sep = (ids == SEP).long()
+    query = (is_sep.cumsum(-1) - is_sep) == 0                                  # (B, T) up to the first <sep>
+    passage = ~query & (ids != PAD)                                            # (B, T)
+    keys = passage if keep_mask is None else passage & keep_mask               # (B, T) or (P, B, T)
+    qf = query.to(x.dtype)[None, :, :, None]                                   # (1, B, T, 1)
+    q = (x * qf).sum(-2) / qf.sum(-2)                                          # (P, B, d)
+    W_qk, W_ov = effective(params)                                             # (P, d, d), (P, K, d)
+    key_dir = q @ W_qk                                                         # (P, B, d): q_bᵀ W_QK
+    scores = cfg.score_scale * (x * key_dir[:, :, None, :]).sum(-1)            # (P, B, T)
+    scores = scores.masked_fill(~keys, float("-inf"))
+    attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)                       # (P, B, T); no key → 0
+    o = (attn[..., None] * x).sum(-2)                                          # (P, B, d)
+    out = o @ W_ov.transpose(-1, -2)                                           # (P, B, K)
+    if cfg.task == "span":                                                     # pointer: e_xᵀ W_OV o
+        out = (x * out[:, :, None, :]).sum(-1).masked_fill(~passage, float("-inf"))   # (P, B, T)
+    return Output(out, attn, scores)
+
+
+def groups(names: Sequence[str]) -> dict[str, str]:
+    """Circuit of each parameter name: "qk" (η_QK = r·η_OV) or "ov" (η_OV; the embedding too)."""
+    qk = set(QK_NAMES[True] + QK_NAMES[False])
+    return {n: "qk" if n in qk else "ov" for n in names}
+
+
+def _loss_stats(out: Output, data: Encoded, cfg: RealConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-model summed cross-entropy, correct count and relevant attention sum (each (P,))."""
+    logp = torch.log_softmax(out.logits, dim=-1)                               # (P, B, K)
+    true = logp.gather(-1, data.labels.expand(logp.shape[0], -1)[..., None]).squeeze(-1)   # (P, B)
+    correct = (logp.argmax(-1) == data.labels).float().sum(-1)
+    rel = metrics.relevant_attention(out.attn, data.relevant).sum(-1)
+    return -true.sum(-1), correct, rel
+
+
+@dataclass
+class RealRun:
+    """A trained sweep over r × seed (one optimizer): its configuration, data and record."""
+
+    cfg: RealConfig
+    lr_ratios: list[float]     # (P,) r of each model
+    seeds: list[int]           # (P,) init seed of each model (paired across r)
+    optimizer: str
+    train: Encoded
+    record: sweep.SweepRun
+
+    @property
+    def params(self) -> dict[str, torch.Tensor]:
+        return self.record.params
+
+
+def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequence[int], *, optimizer: str,
+        lr: float, epochs: float, batch_size: int, momentum: float = 0.9, weight_decay: float = 0.0,
+        evals: int = 10, device: str = "auto", eval_chunk: int = 256) -> RealRun:
+    """Train the P = |r|·|seeds| models of one optimizer together (``attnflow.sweep.train``); models
+    with the same seed start from the same weights and see the same minibatches (paired in r)."""
+    if optimizer not in ("adamw", "sgd"):
+        raise ParameterError(f"parameter 'optimizer': received {optimizer!r}; allowed: 'adamw' or 'sgd'")
+    if any(not (np.isfinite(r) and r > 0) for r in lr_ratios):
+        raise ParameterError(f"parameter 'lr_ratios': received {list(lr_ratios)}; allowed: numbers > 0")
+    dev = devices.resolve(device)
+    specs = [(float(r), int(s)) for r in lr_ratios for s in seeds]
+    inits = {s: init_params(cfg, s) for s in seeds}
+    circuit = groups(cfg.shapes())
+    tensors = {n: sweep.Stacked(torch.cat([inits[s][n] for _, s in specs]).to(dev),
+                                torch.arange(len(specs), device=dev),
+                                torch.tensor([lr * (r if circuit[n] == "qk" else 1.0) for r, _ in specs], device=dev))
+               for n in cfg.shapes()}
+    data = train.to(dev)
+    n = len(data)
+    steps = max(1, int(round(epochs * n / batch_size)))
+
+    def objective(params, index, models):
+        sub = params if len(models) == len(specs) else {k: v[models] for k, v in params.items()}
+        if index is not None:                                                  # a minibatch: mean CE
+            rows = Encoded(data.ids[index], data.relevant[index], data.labels[index], 0)
+            ce, correct, rel = _loss_stats(forward(sub, rows.ids, cfg), rows, cfg)
+            return ce / len(index), {"accuracy": correct.detach() / len(index), "attn_relevant": rel.detach() / len(index)}
+        totals = torch.zeros(3, len(models), device=dev)
+        for a in range(0, n, eval_chunk):                                      # full training set, chunked
+            rows = Encoded(data.ids[a:a + eval_chunk], data.relevant[a:a + eval_chunk], data.labels[a:a + eval_chunk], 0)
+            totals = totals + torch.stack(_loss_stats(forward(sub, rows.ids, cfg), rows, cfg))
+        n_rel = max(int(data.with_relevant().sum()), 1)
+        return totals[0] / n, {"accuracy": totals[1] / n, "attn_relevant": totals[2] / n_rel}
+
+    labels = [f"{cfg.parametrization} r={r:g} seed={s}" for r, s in specs]
+    record = sweep.train(objective, tensors, len(specs), optimizer=optimizer, steps=steps, batch_size=batch_size,
+                         n_samples=n, eval_every=max(1, steps // evals), record_every=1, momentum=momentum,
+                         weight_decay=weight_decay, seed=min(seeds), labels=labels, desc=f"{optimizer} sweep")
+    return RealRun(cfg, [r for r, _ in specs], [s for _, s in specs], optimizer, train, record)
+
+
+@contextmanager
+def _one_cpu_thread():
+    """One torch thread while evaluating, as ``sweep.train`` trains: the batched ops are small and
+    two threads contend (spin-wait) on a shared 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf: float = 0.5,
+             tau_attns: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7), k_percents=metrics.AOPC_PERCENTS,
+             chunk: int = 512) -> dict[str, np.ndarray]:
+    """Test metrics per model (P,): accuracy and attention entropy (all rows); AC, ACMC, the τ_a sweep, mean relevant
+    attention, AOPC sufficiency/comprehensiveness and the DTAP points (rows with a relevant token)."""
+    cfg, params = result.cfg, result.params
+    dev = next(iter(params.values())).device
+    test = test.to(dev)
+    keep = test.with_relevant()
+    parts: dict[str, list] = {}
+    with torch.no_grad(), _one_cpu_thread():
+        for a in range(0, len(test), chunk):
+            ids, rel, y = test.ids[a:a + chunk], test.relevant[a:a + chunk], test.labels[a:a + chunk]
+            out = forward(params, ids, cfg)
+            probs = torch.softmax(out.logits, dim=-1)                          # (P, b, K)
+            rows = keep[a:a + chunk]
+            parts.setdefault("correct", []).append((probs.argmax(-1) == y).float())
+            p = out.attn
+            parts.setdefault("entropy", []).append(-(p * torch.log(p.clamp_min(1e-30))).sum(-1))   # (P, b)
+            parts.setdefault("attn", []).append(metrics.relevant_attention(out.attn, rel)[:, rows])
+            parts.setdefault("conf", []).append(metrics.true_class_confidence(probs, y.expand(len(probs), -1))[:, rows])
+            if rows.any():
+                cand = out.scores[0] > float("-inf")                           # (b, T) the keys of each row
+                eraser = metrics.aopc(lambda t, m: torch.softmax(forward(params, t[0] if t.dim() == 3 else t, cfg, m).logits, -1),
+                                      ids[rows].expand(len(probs), -1, -1), out.attn[:, rows],
+                                      cand[rows].expand(len(probs), -1, -1), k_percents)
+                parts.setdefault("suff", []).append(eraser["sufficiency"])
+                parts.setdefault("comp", []).append(eraser["comprehensiveness"])
+    cat = {k: torch.cat(v, -1) for k, v in parts.items()}
+    x, y = cat["attn"], cat["conf"]                                            # (P, B_rel)
+    sweep_t = metrics.threshold_sweep(x, y, list(tau_attns), tau_conf)
+    res = {"accuracy": cat["correct"].mean(-1), "attn_relevant": x.mean(-1), "entropy": cat["entropy"].mean(-1),
+           "ac": metrics.attention_confidence(x, tau_attn), "acmc": metrics.acmc(x, y, tau_attn, tau_conf),
+           "sufficiency": cat["suff"].mean(-1), "comprehensiveness": cat["comp"].mean(-1)}
+    res = {k: v.double().cpu().numpy() for k, v in res.items()}
+    res.update(ac_sweep=sweep_t["ac"].cpu().numpy(), acmc_sweep=sweep_t["acmc"].cpu().numpy(),
+               tau_attns=np.asarray(tau_attns, float), tau_attn=float(tau_attn), tau_conf=float(tau_conf),
+               attn_each=x.cpu().numpy(), conf_each=y.cpu().numpy(),
+               lr_ratio=np.asarray(result.lr_ratios), seed=np.asarray(result.seeds))
+    return res
+
+
+@dataclass
+class Experiment:
+    """One dataset: its source line, the encoded splits and, per optimizer, the run and its test metrics."""
+
+    dataset: ClassificationSet
+    tokenizer: WordTokenizer
+    train: Encoded
+    test: Encoded
+    runs: dict[str, RealRun]
+    metrics: dict[str, dict[str, np.ndarray]]
+
+    def rows(self) -> list[dict]:
+        """One row per (optimizer, r): means and spreads over seeds, for the page's table."""
+        out = []
+        for opt, m in self.metrics.items():
+            for r in sorted(set(m["lr_ratio"].tolist())):
+                sel = m["lr_ratio"] == r
+                row = {"optimizer": opt, "r": r, "seeds": int(sel.sum())}
+                for k in ("accuracy", "ac", "acmc", "attn_relevant", "entropy", "sufficiency", "comprehensiveness"):
+                    row[k] = float(m[k][sel].mean())
+                    row[k + "_sd"] = float(m[k][sel].std())
+                out.append(row)
+        return out
+
+    @property
+    def label(self) -> str:
+        """How claims and figures name the data: "SQuAD stand-in", or "SQuAD" on the real set."""
+        return TITLES.get(self.dataset.name, self.dataset.name) + (" stand-in" if self.dataset.standin else "")
+
+    @property
+    def r_max(self) -> float:
+        """The fastest query-key ratio of the sweep, compared with the baseline r = 1."""
+        return float(max(max(m["lr_ratio"]) for m in self.metrics.values()))
+
+    def change(self, optimizer: str, key: str, r_fast: float, r_base: float = 1.0) -> np.ndarray:
+        """Paired change key(r_fast) − key(r_base) per seed, (n_seeds,)."""
+        m = self.metrics[optimizer]
+        seeds = sorted(set(m["seed"].tolist()))
+        pick = lambda r: np.array([m[key][(m["lr_ratio"] == r) & (m["seed"] == s)][0] for s in seeds])
+        return pick(r_fast) - pick(r_base)
+
+
+def experiment(ds: ClassificationSet, cfg) -> Experiment:
+    """Tokenize a loaded set (``attnflow.data.load``), train every optimizer of ``cfg`` (a page's
+    validated parameters) over r × seeds, and evaluate on the held-out split."""
+    tok = ds.tokenizer(cfg.vocab_size, lowercase=LOWERCASE[ds.name])
+    train = encode(ds, "train", tok, cfg.max_len, cfg.n_train, seed=0)
+    test = encode(ds, "test", tok, cfg.max_len, cfg.n_test, seed=1) if "test" in ds.splits else \
+        encode(ds, "validation", tok, cfg.max_len, cfg.n_test, seed=1)
+    model = RealConfig(cfg.parametrization, len(tok), 0 if ds.task == "span" else len(ds.label_names), cfg.d_model,
+                       cfg.d_head, ds.task, init_scale=cfg.init_scale)
+    runs, res = {}, {}
+    for opt in cfg.optimizers:
+        adamw = opt == "adamw"
+        runs[opt] = run(model, train, cfg.lr_ratios, cfg.seeds, optimizer=opt,
+                        lr=cfg.lr_adamw if adamw else cfg.lr_sgd, epochs=cfg.epochs_adamw if adamw else cfg.epochs_sgd,
+                        batch_size=cfg.batch_size, momentum=0.0 if adamw else cfg.momentum,
+                        weight_decay=cfg.weight_decay if adamw else 0.0, device=cfg.device,
+                        evals=1)   # training loss at the start and the end only: the pages show no curves
+        res[opt] = evaluate(runs[opt], test, tau_attn=cfg.tau_attn, tau_conf=cfg.tau_conf, tau_attns=cfg.tau_attns)
+    return Experiment(ds, tok, train, test, runs, res)
+
+
+# -- page parameters (DESIGN.md, principle 5): one schema per dataset page -----------------------
+def _schema(name: str) -> Schema:
+    ratios = Param(list, 0, 1e4, "learning-rate ratios r = η_QK/η_OV (1 = baseline)", item=float, lo_open=True, min_len=2)
+    return Schema(
+        f"sharpening/real_{name}",
+        requires=[(lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct"),
+                  (lambda c: 1.0 in c.lr_ratios and max(c.lr_ratios) > 1.0, "lr_ratios hold the baseline 1 and some r > 1"),
+                  (lambda c: len(set(c.optimizers)) == len(c.optimizers), "optimizers are distinct")],
+        source=Param(str, doc="data source: real data when reachable, hub only, or the offline stand-in",
+                     choices=("auto", "hub", "standin")),
+        n_train=Param(int, 32, 10**7, "training examples (a fixed random subset of the training split)"),
+        n_test=Param(int, 32, 10**7, "held-out examples"),
+        max_len=Param(int, 4, 1024, "tokens kept per example"),
+        vocab_size=Param(int, 16, 10**6, "V, word vocabulary fitted on the training split"),
+        d_model=Param(int, 2, 1024, "d, embedding width"),
+        d_head=Param(int, 1, 1024, "d_h, head width of the factorized circuits"),
+        parametrization=Param(str, doc="QK/OV parametrization (FAFO = a standard head)", choices=tuple(PARAMETRIZATIONS)),
+        init_scale=Param(float, 0, 10, "circuit init std × √d", lo_open=True),
+        lr_ratios=ratios,
+        optimizers=Param(list, doc="optimizers", item=str, choices=("adamw", "sgd"), max_len=2),
+        lr_adamw=Param(float, 0, 1, "AdamW η_OV (η_QK = r·η_OV)", lo_open=True),
+        lr_sgd=Param(float, 0, 10, "SGD η_OV (η_QK = r·η_OV)", lo_open=True),
+        momentum=Param(float, 0, 0.999, "SGD momentum μ"),
+        weight_decay=Param(float, 0, 1, "AdamW decoupled weight decay"),
+        epochs_adamw=Param(float, 0, 1000, "AdamW passes over the training subset", lo_open=True),
+        epochs_sgd=Param(float, 0, 1000, "SGD passes over the training subset", lo_open=True),
+        batch_size=Param(int, 1, 10**5, "minibatch size"),
+        seeds=Param(list, 0, 2**31 - 1, "init seeds (paired across r)", item=int),
+        tau_attn=Param(float, 0, 1, "AC threshold τ_a"),
+        tau_conf=Param(float, 0, 1, "ACMC confidence threshold τ_c"),
+        tau_attns=Param(list, 0, 1, "τ_a of the threshold sweep", item=float),
+        device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
+    )
+
+
+SCHEMAS = {name: _schema(name) for name in DATASETS}
+SQUAD_SCHEMA, HATEXPLAIN_SCHEMA, SVA_SCHEMA = SCHEMAS["squad"], SCHEMAS["hatexplain"], SCHEMAS["sva"]

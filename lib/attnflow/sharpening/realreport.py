@@ -1,0 +1,184 @@
+"""What the three sharpening real-data pages share (SQuAD, HateXplain, SVA; claims A6, A9–A11):
+the data table, the glued numbers (``report``), the figures (``plot_metrics``, ``plot_dtap``)
+and the checks of the paper's statements (``check_claims``), for an
+:class:`attnflow.sharpening.realdata.Experiment`."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from attnflow.data import ClassificationSet
+from attnflow.params import ParameterError
+from attnflow.sharpening.realdata import TITLES, Experiment
+
+__all__ = ["data_table", "report", "plot_metrics", "plot_dtap", "check_claims", "OPTIMIZERS", "SQUAD_AC_PAPER"]
+
+OPTIMIZERS = ("adamw", "sgd")
+GLUED = {"entropy": "ent", "ac": "ac", "acmc": "acmc", "accuracy": "acc", "attn_relevant": "rel",
+         "sufficiency": "suff", "comprehensiveness": "comp"}           # metric -> short name of its glue keys
+CLAIM_PARTS = {"A9": ("entropy", "ac", "accuracy", "eraser"),          # SQuAD: AC and accuracy (A9)
+               "A10": ("entropy", "ac", "acmc", "accuracy", "eraser")}  # HateXplain, SVA: AC, ACMC, accuracy
+SQUAD_AC_PAPER = (0.12, 0.43)                                          # A9: AC at r = 1 and with faster QK [paper]
+
+
+def data_table(ds: ClassificationSet):
+    """Sizes, label balance and relevant-token share of every split (the page's data section)."""
+    from attnflow import display
+
+    return display.table([{"split": s, **{k: v for k, v in row.items() if k != "labels"}, **row.get("labels", {})}
+                          for s, row in ds.summary().items()], floatfmt="{:.3f}")
+
+
+def _signed(x) -> str:
+    return "[" + ", ".join(f"{v:+.3f}" for v in x) + "]"
+
+
+def _seed_mean(m: Mapping[str, np.ndarray], key: str, r: float, tau_index: int | None = None) -> float:
+    values = m[key] if tau_index is None else m[key][tau_index]       # (P,); sweeps are (n_tau, P)
+    return float(values[m["lr_ratio"] == r].mean())
+
+
+def report(ex: Experiment):
+    """Print each run's size and the paired per-seed changes r = 1 → r_max, glue the numbers that
+    the page and the errata page cite, and return the results table (one row per optimizer and r).
+
+    Glue keys: ``n_train_used``, ``n_test_used``, ``r_max``, ``tau`` (τ_a), ``tau_hi`` (largest τ_a
+    of the sweep); per optimizer o of ``OPTIMIZERS`` the seed means ``{ent, ac, acmc, acc, rel, suff,
+    comp}_o_{r1, rmax}``, AC at ``tau_hi`` as ``achi_o_{r1, rmax}`` and the per-seed AC changes
+    ``dac_o`` — nan / "n/a" for an optimizer that did not run, so that the prose always resolves."""
+    from attnflow import display
+
+    r_max, first = ex.r_max, next(iter(ex.metrics.values()))
+    for opt, result in ex.runs.items():
+        ratios, loss = np.asarray(result.lr_ratios), np.asarray(result.record.loss_final)   # (P,), (P,)
+        final = ", ".join(f"r = {r:g}: {loss[ratios == r].mean():.3f}" for r in sorted(set(result.lr_ratios)))
+        print(f"{opt}: {len(ratios)} models, {result.record.steps_run} steps, {result.record.wall_s:.1f} s; "
+              f"final training loss (seed mean) {final}")
+    for name, value in [("n_train_used", len(ex.train)), ("n_test_used", len(ex.test)), ("r_max", r_max),
+                        ("tau", first["tau_attn"]), ("tau_hi", float(max(first["tau_attns"])))]:
+        display.number(name, value)
+    for opt in OPTIMIZERS:
+        m = ex.metrics.get(opt)
+        for r, tag in ((1.0, "r1"), (r_max, "rmax")):
+            for key, short in GLUED.items():
+                display.number(f"{short}_{opt}_{tag}", float("nan") if m is None else _seed_mean(m, key, r))
+            display.number(f"achi_{opt}_{tag}", float("nan") if m is None else
+                           _seed_mean(m, "ac_sweep", r, int(np.argmax(m["tau_attns"]))))
+        display.number(f"dac_{opt}", "n/a" if m is None else _signed(ex.change(opt, "ac", r_max)))
+        if m is not None:
+            print(f"{opt}, paired change r = 1 → {r_max:g} per seed: " + "; ".join(
+                f"{key} {_signed(ex.change(opt, key, r_max))}" for key in GLUED if key != "attn_relevant"))
+    return display.table(ex.rows(), floatfmt="{:.3f}")
+
+
+def plot_metrics(ex: Experiment):
+    """AC and ACMC over the threshold τ_a (Q3), attention entropy and accuracy over r: seed means
+    (lines; AdamW solid, SGD dashed) and single seeds (dots)."""
+    from attnflow import plotting
+
+    ratios = sorted({float(r) for m in ex.metrics.values() for r in m["lr_ratio"]})
+    colors = dict(zip(ratios, plotting.PALETTE))
+    fig, axes = plotting.subplots(1, 4, width=3.2, height=2.8)
+    for opt, m in ex.metrics.items():
+        ls = "-" if opt == "adamw" else "--"
+        for r in ratios:
+            sel = m["lr_ratio"] == r
+            axes[0, 0].plot(m["tau_attns"], m["ac_sweep"][:, sel].mean(1), ls, marker="o", color=colors[r],
+                            label=f"{opt}, r = {r:g}")
+            axes[0, 1].plot(m["tau_attns"], m["acmc_sweep"][:, sel].mean(1), ls, marker="o", color=colors[r])
+        for ax, key in zip(axes[0, 2:], ["entropy", "accuracy"]):
+            ax.plot(ratios, [_seed_mean(m, key, r) for r in ratios], ls, marker="o", color="0.3", label=opt)
+            for r in ratios:
+                ax.scatter(m["lr_ratio"][m["lr_ratio"] == r], m[key][m["lr_ratio"] == r], s=12, color=colors[r], zorder=3)
+    tau_conf = next(iter(ex.metrics.values()))["tau_conf"]
+    axes[0, 0].set(xlabel=r"$\tau_a$", ylabel="AC", title="AC over the threshold")
+    axes[0, 1].set(xlabel=r"$\tau_a$", ylabel=f"ACMC (τ_c = {tau_conf:g})", title="ACMC over the threshold")
+    axes[0, 2].set(xscale="log", xlabel=r"$r=\eta_{QK}/\eta_{OV}$", ylabel="nats", title="attention entropy")
+    axes[0, 3].set(xscale="log", xlabel=r"$r=\eta_{QK}/\eta_{OV}$", ylabel="test accuracy", title="accuracy")
+    axes[0, 0].legend(fontsize="x-small")
+    axes[0, 2].legend(fontsize="small")
+    real = "stand-in" if ex.dataset.standin else "real data"
+    fig.suptitle(f"{TITLES.get(ex.dataset.name, ex.dataset.name)} ({real}): means over seeds (dots: single seeds)", y=1.04)
+    return fig
+
+
+def plot_dtap(ex: Experiment, relevant: str, unit: str):
+    """DTAP heatmaps (spec §7.3) of the first optimizer and seed at r = 1 and r_max: x = attention on
+    the ``relevant`` tokens, y = true-class probability, colour = fraction of test ``unit``."""
+    from attnflow import plotting
+
+    opt, m = next(iter(ex.metrics.items()))
+    seed = int(m["seed"][0])
+    fig, axes = plotting.subplots(1, 2, width=3.4, height=3.1)
+    for ax, r in zip(axes[0], [1.0, ex.r_max]):
+        model = np.flatnonzero((m["lr_ratio"] == r) & (m["seed"] == seed))[0]
+        H, _, _ = np.histogram2d(m["conf_each"][model], m["attn_each"][model], bins=10, range=[[0, 1], [0, 1]])
+        image = ax.imshow(H / max(H.sum(), 1), origin="lower", extent=[0, 1, 0, 1], cmap="viridis", vmin=0)
+        ax.grid(False)
+        ax.set(xlabel=f"attention on {relevant}", ylabel="true-class probability", title=f"{opt}, r = {r:g}")
+    fig.colorbar(image, ax=axes[0, -1], label=f"fraction of test {unit}")
+    fig.suptitle(f"DTAP heatmaps, seed {seed}", y=1.03)
+    return fig
+
+
+def check_claims(ex: Experiment, claim: str, *, rise: float, accuracy_atol: float,
+                 not_reproduced: Mapping[str, Sequence[str]] | None = None, errata: str | None = None
+                 ) -> dict[tuple[str, str], bool]:
+    """Check the paper's real-data statements on every optimizer that ran, on the paired change
+    from r = 1 to r_max (same seed, same data and minibatches, only r differs). Parts:
+
+    - ``entropy`` (claim A6): the attention entropy is lower at r_max in every seed;
+    - ``ac`` (``claim``, A9 or A10): the seed-mean AC at τ_a rises by at least ``rise``;
+    - ``acmc`` (A10 only): the seed-mean ACMC at (τ_a, τ_c) rises by at least ``rise``;
+    - ``accuracy`` (A9, A10): the seed-mean accuracy changes by at most ``accuracy_atol``;
+    - ``eraser`` (A11): AOPC sufficiency is lower and comprehensiveness higher in every seed —
+      the better directions of ERASER (``attnflow.metrics``), the spec's reading of "improve".
+
+    ``not_reproduced`` maps an optimizer to the parts that the book does not reproduce: those keep
+    the paper's direction and tolerance and carry ``errata`` (a failure is listed as "disagrees",
+    linked to the errata entry). Every other check is strict: its failure fails the page.
+    Returns {(part, optimizer): whether the check held}."""
+    if claim not in CLAIM_PARTS:
+        raise ParameterError(f"parameter 'claim': received {claim!r}; allowed: {', '.join(CLAIM_PARTS)}")
+    parts = CLAIM_PARTS[claim]
+    not_reproduced = {opt: set(p) for opt, p in (not_reproduced or {}).items()}
+    for opt, listed in not_reproduced.items():
+        if opt not in OPTIMIZERS or not listed <= set(parts):
+            raise ParameterError(f"parameter 'not_reproduced': received {opt!r}: {sorted(listed)}; allowed: an "
+                                 f"optimizer of {OPTIMIZERS} mapped to parts of {claim}: {', '.join(parts)}")
+    if any(not_reproduced.values()) and not errata:
+        raise ParameterError("parameter 'errata': a label of the errata page is needed with not_reproduced parts")
+    from attnflow import claims
+
+    r_max, held = ex.r_max, {}
+    for opt, m in ex.metrics.items():
+        change = lambda key: ex.change(opt, key, r_max)                        # (n_seeds,) paired
+        head = f"{ex.label} {opt}: "
+        span = f"r = {r_max:g} minus r = 1"
+        tau = f"τ_a = {m['tau_attn']:g}"
+        rise_tol = f"≥ {rise:+g}, a rise"
+        checks = {
+            "entropy": ("A6", dict(measured=change("entropy").tolist(), predicate=lambda x: max(x) < 0,
+                                   tolerance="< 0 in every seed", source="paper",
+                                   what=f"attention entropy, {span}, per seed")),
+            "ac": (claim, dict(measured=float(change("ac").mean()), predicate=lambda x: x >= rise,
+                               expected=round(SQUAD_AC_PAPER[1] - SQUAD_AC_PAPER[0], 2) if claim == "A9" else None,
+                               tolerance=rise_tol + (" (paper: 0.12 → 0.43)" if claim == "A9" else ""),
+                               source="paper", what=f"AC at {tau}, {span}, seed mean")),
+            "acmc": (claim, dict(measured=float(change("acmc").mean()), predicate=lambda x: x >= rise,
+                                 tolerance=rise_tol, source="paper",
+                                 what=f"ACMC at {tau}, τ_c = {m['tau_conf']:g}, {span}, seed mean")),
+            "accuracy": (claim, dict(measured=float(change("accuracy").mean()), expected=0.0, atol=accuracy_atol,
+                                     source="paper", what=f"test accuracy, {span}, seed mean")),
+            "eraser": ("A11", dict(measured=[change("sufficiency").tolist(), change("comprehensiveness").tolist()],
+                                   predicate=lambda x: max(x[0]) < 0 and min(x[1]) > 0,
+                                   tolerance="Δsuff < 0 and Δcomp > 0 in every seed", source="paper + reconstruction",
+                                   what=f"AOPC sufficiency and comprehensiveness, {span}, per seed")),
+        }
+        for part in parts:
+            claim_id, kw = checks[part]
+            kw["what"] = head + kw["what"]
+            link = errata if part in not_reproduced.get(opt, ()) else None
+            held[part, opt] = claims.check(claim_id, errata=link, **kw)
+    return held

@@ -1,0 +1,62 @@
+"""The focus–dilution real-text model (issue 7): focus_dilution.realtext (real token streams, the
+bigram Markov approximation). Everything runs on tiny synthetic token data, offline, in seconds."""
+import numpy as np
+import pytest
+import torch
+
+from attnflow.focus_dilution import chain, realtext
+from attnflow.params import ParameterError
+
+
+# ---------------------------------------------------------------------------- focus–dilution
+def toy_stream(n_low=5, n=6000, seed=0) -> realtext.RealStream:
+    """A token stream from the reference hub chain, dressed as a corpus (UNK = the last id)."""
+
+    ch = chain.hub_family(n_low=n_low)
+    d = ch.d
+    ids = chain.sample_sequences(ch, 1, n, torch.Generator().manual_seed(seed))[0]
+    return realtext.RealStream("toy", "[test] toy chain", True, ids[: n - 1000], ids[n - 1000:],
+                               [f"w{k}" for k in range(d - 1)] + ["<unk>"])
+
+
+def test_windows_bigram_chain_and_uniform_attention_at_the_origin():
+    text = toy_stream()
+    ex = realtext.window_examples(text.train, text.d, 200, 16, seed=0)
+    assert float(ex.weights.sum()) == pytest.approx(1.0) and bool((ex.counts.sum(0) == 16).all())
+    ch = realtext.bigram_chain(text.train, text.d, smoothing=0.1)
+    assert np.allclose(ch.P.sum(1), 1.0) and ch.pi.min() > 0
+    zero = {"W0": torch.zeros(1, text.d, 4), "WQ": torch.zeros(1, 4, 4), "WK": torch.zeros(1, 4, 4), "W1": torch.zeros(1, 4, text.d)}
+    mass, share, entropy = realtext.token_attention(zero, ex)
+    assert np.allclose(mass[0], share) and entropy[0] == pytest.approx(np.log(16))   # uniform: lift 1, H = log s
+    with pytest.raises(ParameterError, match="smoothing"):
+        realtext.bigram_chain(text.train, text.d, smoothing=0.0)
+    with pytest.raises(ParameterError, match="seq_len"):
+        realtext.window_examples(text.train[:10], text.d, 5, 16, seed=0)
+    with pytest.raises(ParameterError, match="corpus"):
+        realtext.load_stream("bookcorpus")
+
+
+def test_real_text_run_and_markov_run_from_the_same_start():
+    text = toy_stream()
+    res = realtext.train(text, seq_len=16, n_train=256, n_eval=128, steps=300, lr=0.5, record_every=10,
+                         init_scale=1e-2, d_model=4, device="cpu")
+    for run in ("real", "markov"):
+        assert torch.equal(res.runs[run].states["W0"][0], res.runs["real"].states["W0"][0])   # same θ(0)
+        assert res.val_loss[run][-1] < res.val_loss[run][0] - 0.05   # log d → below the unigram entropy
+    assert res.lift().shape == (31, text.d) and np.allclose(res.lift()[0], 1.0)
+    m = realtext.milestones(res, move=0.01)
+    assert m["rank_cond"] < m["rank_init"] and 0.0 <= m["gap_plateau"] <= m["gap_all"]
+    assert np.isfinite(m["move_corr"]) and 0.0 <= m["move_sign"] <= 1.0
+
+
+def test_lifts_at_a_time_and_missing_pieces():
+    text = toy_stream()
+    res = realtext.train(text, seq_len=16, n_train=256, n_eval=128, steps=300, lr=0.5, record_every=10,
+                         init_scale=1e-2, d_model=4, device="cpu")
+    lift = res.lift()
+    got = realtext.lifts_at(res, res.t[5] + 0.1, ["w0", "w2", "absent"], [1, 2])     # nearest record: 5
+    assert got["w0"] == pytest.approx(lift[5, 0]) and got["w2"] == pytest.approx(lift[5, 2])
+    assert got["group"] == pytest.approx(lift[5, [1, 2]].mean()) and np.isnan(got["absent"])
+    m = realtext.milestones(res, move=0.01)
+    for key in ("t_escape_val", "t_escape_markov", "t_half", "t_half_markov"):  # NaN = not within the run
+        assert np.isnan(m[key]) or res.t[0] <= m[key] <= res.t[-1], key
