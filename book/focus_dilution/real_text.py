@@ -134,7 +134,7 @@ for row, (c, res) in zip(axes, results.items()):
     lift = res.lift()
     for u in named:
         if u in text.units:
-            row[1].plot(t, lift[:, text.index(u)], label=repr(text.label(text.index(u))))
+            row[1].plot(t, lift[:, text.index(u)], label=f"'{text.label(text.index(u))}'")
     row[1].plot(t, lift[:, -1], color="0.5", label="UNK")
     row[1].plot(t, realtext.group_lift(lift, groups["mid"]), "k--", label=f"mid ranks {cfg.mid_ranks[0]}–{cfg.mid_ranks[1]}")
     row[1].plot(t, realtext.group_lift(res.lift("markov"), groups["mid"]), "k:", lw=1, label="mid, Markov run")
@@ -151,9 +151,11 @@ for row, (c, res) in zip(axes, results.items()):
         for x in (m["t_cond"], m["t_move"], m["t_escape"]):
             ax.axvline(x, color="0.8", lw=0.8, zorder=0)
     row[0].legend(fontsize="x-small")
-    row[1].legend(fontsize="x-small", ncol=2)
-    row[2].legend(fontsize="x-small", loc="center right")
-fig.suptitle("Real text (vertical lines: end of condensation, first attention move, escape)", y=1.02)
+    row[1].legend(fontsize="x-small", ncol=2, frameon=True, framealpha=0.9)
+    handles = row[2].get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    row[2].legend(handles=handles, fontsize="x-small", loc="center right", frameon=True, framealpha=0.9)
+fig.suptitle("Real text (vertical lines: end of condensation, first attention move, escape)",
+             y=1.0 + 0.08 / len(results))   # clear of the panel titles for one row or two
 
 # %%
 fig, axes = plotting.subplots(1, len(results), width=3.6, height=3.0)
