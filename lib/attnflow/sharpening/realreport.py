@@ -96,10 +96,10 @@ def plot_metrics(ex: Experiment):
     axes[0, 1].set(xlabel=r"$\tau_a$", ylabel=f"ACMC (τ_c = {tau_conf:g})", title="ACMC over the threshold")
     axes[0, 2].set(xscale="log", xlabel=r"$r=\eta_{QK}/\eta_{OV}$", ylabel="nats", title="attention entropy")
     axes[0, 3].set(xscale="log", xlabel=r"$r=\eta_{QK}/\eta_{OV}$", ylabel="test accuracy", title="accuracy")
-    axes[0, 0].legend(fontsize="x-small")
-    axes[0, 2].legend(fontsize="small")
+    axes[0, 0].legend(fontsize="x-small", handlelength=3.2, frameon=True, framealpha=0.9)   # long handles show the dashes
+    axes[0, 2].legend(fontsize="small", handlelength=3.2, frameon=True, framealpha=0.9)
     real = "stand-in" if ex.dataset.standin else "real data"
-    fig.suptitle(f"{TITLES.get(ex.dataset.name, ex.dataset.name)} ({real}): means over seeds (dots: single seeds)", y=1.04)
+    fig.suptitle(f"{TITLES.get(ex.dataset.name, ex.dataset.name)} ({real}): means over seeds (dots: single seeds)", y=1.08)
     return fig
 
 
