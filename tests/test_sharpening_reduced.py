@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from attnflow.params import ParameterError
 from attnflow.sharpening import reduction, schemas
@@ -12,13 +11,7 @@ from attnflow.sharpening.data import Task
 from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """These tiny float64 models run ~20x faster on one thread when the 2 cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")   # tiny float64 models: ~20× faster on one thread
 
 
 SPEC = {  # spec §8.1: (r, model) -> (p(s=0.9), t(s=0.9), p(1e5), odds/log² t at 1e5, a(1e5))

@@ -13,13 +13,7 @@ from attnflow.sharpening.model import ModelConfig, SelfAttention
 from attnflow.sharpening.reduced import ReducedSystem
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """These tiny float64 models run ~20x faster on one thread when the 2 cores are shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")   # tiny float64 models: ~20× faster on one thread
 
 
 PARAMETRIZATIONS = ["CACO", "CAFO", "FACO", "FAFO"]

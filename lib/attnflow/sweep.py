@@ -30,6 +30,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from attnflow import device as devices
 from attnflow.progress import progress
 from attnflow.train import TrainingDiverged
 
@@ -130,16 +131,11 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
     batched ops are small (milliseconds); on a shared 2-core machine two threads measured ~6×
     *slower* than one (spin-waiting under contention), so the default is 1.
     """
-    threads = torch.get_num_threads()
-    if cpu_threads is not None:
-        torch.set_num_threads(cpu_threads)
-    try:
+    with devices.cpu_threads(cpu_threads, blas=False):
         return _train(objective, tensors, n_models, optimizer=optimizer, steps=steps, target_loss=target_loss,
                       batch_size=batch_size, n_samples=n_samples, eval_every=eval_every, record_every=record_every,
                       momentum=momentum, weight_decay=weight_decay, betas=betas, eps=eps, seed=seed,
                       on_diverge=on_diverge, labels=labels, checkpoints=checkpoints, step_limits=step_limits, desc=desc)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch_size, n_samples, eval_every,

@@ -5,20 +5,18 @@
 integrates dθ/dt = −∇L(θ) for the exact population loss with ``attnflow.flow.integrate``
 (BDF, Jacobian = the autograd Hessian, float64) and measures every stage quantity.
 These flows are stiff (TOOLING.md): explicit methods need ~10⁵–10⁷ evaluations where BDF
-needs ~10⁴. BLAS and torch are kept to one thread while integrating: the matrices are tiny,
-and on a shared 2-core machine extra threads only spin against each other (measured: a
-208×208 LU factorisation took 34 ms instead of 0.4 ms under contention).
+needs ~10⁴. BLAS and torch are kept to one thread while integrating
+(``attnflow.device.single_threaded``, re-exported here): the matrices are tiny.
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from attnflow import flow
+from attnflow.device import single_threaded
 from attnflow.focus_dilution import measure
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.model import PARAM_NAMES, PopulationGrad, PopulationLoss, init_params
@@ -26,43 +24,6 @@ from attnflow.focus_dilution.model import PARAM_NAMES, PopulationGrad, Populatio
 __all__ = ["single_threaded", "time_grid", "population_flow", "FlowRun"]
 
 RTOL, ATOL = 1e-8, 1e-12   # solver tolerances of every page (TOOLING.md: 5 digits agree across methods)
-
-
-def _openblas_setters() -> list:
-    """(set, get) pairs of the OpenBLAS libraries loaded by numpy and scipy (threadpoolctl's trick)."""
-    pairs = []
-    try:
-        libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps") if "openblas" in ln.lower()})
-    except OSError:        # not Linux: leave BLAS threads alone
-        return pairs
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for suffix in ("", "64_"):
-            for prefix in ("openblas", "scipy_openblas"):
-                s, g = f"{prefix}_set_num_threads{suffix}", f"{prefix}_get_num_threads{suffix}"
-                if hasattr(lib, s) and hasattr(lib, g):
-                    pairs.append((getattr(lib, s), getattr(lib, g)))
-    return pairs
-
-
-@contextlib.contextmanager
-def single_threaded():
-    """Run torch and OpenBLAS on one thread inside the block, restoring the settings after."""
-    n_torch = torch.get_num_threads()
-    setters = _openblas_setters()
-    old = [get() for _, get in setters]
-    torch.set_num_threads(1)
-    for set_, _ in setters:
-        set_(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n_torch)
-        for (set_, _), n in zip(setters, old):
-            set_(n)
 
 
 def time_grid(horizon: float, fine_until: float = 300.0, fine_dt: float = 1.0, coarse_dt: float = 10.0) -> np.ndarray:

@@ -25,7 +25,6 @@ glued numbers, figures, claim checks) is in ``sharpening.realreport``.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Sequence
 
@@ -238,18 +237,6 @@ def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequ
     return RealRun(cfg, [r for r, _ in specs], [s for _, s in specs], optimizer, train, record)
 
 
-@contextmanager
-def _one_cpu_thread():
-    """One torch thread while evaluating, as ``sweep.train`` trains: the batched ops are small and
-    two threads contend (spin-wait) on a shared 2-core machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf: float = 0.5,
              tau_attns: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7), k_percents=metrics.AOPC_PERCENTS,
              chunk: int = 512) -> dict[str, np.ndarray]:
@@ -260,7 +247,7 @@ def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf:
     test = test.to(dev)
     keep = test.with_relevant()
     parts: dict[str, list] = {}
-    with torch.no_grad(), _one_cpu_thread():
+    with torch.no_grad(), devices.cpu_threads(1, blas=False):   # as sweep.train trains
         for a in range(0, len(test), chunk):
             ids, rel, y = test.ids[a:a + chunk], test.relevant[a:a + chunk], test.labels[a:a + chunk]
             out = forward(params, ids, cfg)
