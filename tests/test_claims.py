@@ -69,3 +69,55 @@ def test_documented_disagreement_with_the_paper_is_listed_not_failed(page, capsy
 def test_only_paper_targets_can_disagree():
     with pytest.raises(ValueError, match="a failed check of the reconstruction is a bug"):
         claims.check("B12", 0.1, 0.2, atol=0.01, source="reconstruction", errata="fd-q5")
+
+
+def test_outside_domain_is_its_own_verdict(page, capsys):
+    dom = claims.domain(("|g| ≥ 5εσ0", False, "|g| = 1e-4, 5εσ0 = 5e-4"), ("n ≥ 3", True, "n = 3"))
+    assert not dom and "|g| ≥ 5εσ0 fails (|g| = 1e-4" in dom.reason and "n ≥ 3" not in dom.reason
+    assert claims.check("B5", float("nan"), 1.0, rtol=1e-2, what="growth", domain=dom) is None
+    assert claims.check("B5", 1.0, 1.0, rtol=1e-2, what="growth", domain=claims.domain(("n ≥ 3", True))) is True
+    claims.outside("B5", what="skipped", domain=dom)
+    with pytest.raises(ValueError, match="domain that holds"):
+        claims.outside("B5", what="x", domain=claims.domain(("ok", True)))
+    out = capsys.readouterr().out
+    assert "○ B5 growth: outside domain: |g| ≥ 5εσ0 fails" in out
+    rec = json.loads((page / "test__ledger.json").read_text())["claims"]
+    assert [r["verdict"] for r in rec] == ["outside", "pass", "outside"]
+    assert rec[1]["domain"] == "n ≥ 3" and rec[0]["reason"].startswith("|g|")
+    claims.finish()                               # outside is not a failure
+    assert "1 passed, 2 outside their domain, 0 failed" in capsys.readouterr().out
+
+
+def test_non_finite_always_fails_even_under_errata(page):
+    assert not claims.check("A9", float("nan"), 0.31, atol=0.05, what="AC rise", source="paper", errata="q")
+    assert not claims.check("A9", [1.0, float("inf")], predicate=lambda x: True, tolerance="anything", what="p")
+    rec = json.loads((page / "test__ledger.json").read_text())["claims"]
+    assert [r["verdict"] for r in rec] == ["fail", "fail"]
+    with pytest.raises(ValueError, match="criterion in words"):
+        claims.check("A9", 1.0, predicate=lambda x: True, what="no words")
+
+
+def test_check_mean_uses_the_seed_interval(page, capsys):
+    from attnflow import stats
+
+    v = [0.80, 0.84, 0.82, 0.86]
+    iv = stats.mean_interval(v)
+    assert iv.n == 4 and abs(iv.mean - 0.83) < 1e-12 and iv.lo < 0.83 < iv.hi
+    # scipy's t quantile, 3 dof, 97.5%: 3.182446305
+    assert abs(iv.half_width - 3.182446305 * np.std(v, ddof=1) / 2) < 1e-8
+    assert claims.check_mean("A7", v, target=0.835, what="FAFO mass")          # inside the interval
+    assert not claims.check_mean("A7", v, target=0.90, what="FAFO mass")       # outside
+    assert claims.check_mean("A7", v, above=0.75, what="rise")
+    assert not claims.check_mean("A7", v, above=0.81, what="rise")              # lo < 0.81
+    assert not claims.check_mean("A7", [0.8], target=0.8, what="one seed")      # undefined interval fails
+    assert "mean of 4 seeds" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="exactly one"):
+        claims.check_mean("A7", v, target=0.8, above=0.1)
+
+
+def test_fraction_wilson_interval():
+    from attnflow import stats
+
+    fr = stats.fraction([True] * 10)
+    assert fr.k == 10 and abs(fr.hi - 1.0) < 1e-12 and abs(fr.lo - 0.7225) < 1e-4     # Wilson 95%: 0.7225
+    assert stats.enough_seeds(2)[1] is False and stats.enough_seeds(3)[1] is True

@@ -7,12 +7,27 @@ Every page that shows a result checks it::
     ...
     claims.finish()          # last cell: raises if any check on the page failed
 
-``check`` prints a visible ✔/✘ line with both numbers, appends a record to the page's JSON
+``check`` prints a visible ✔/✘/○ line with both numbers, appends a record to the page's JSON
 file under ``_build/claims/`` (or ``$ATTNFLOW_CLAIMS_DIR``) and never raises itself, so all
 checks of a page run; ``finish`` raises :class:`ClaimFailed` when one failed, which fails the
 notebook and therefore the book build. The statement and provenance of each claim id come from
 ``claims.yml`` (the claims tables of the two specs); ``source`` says where the *expected value*
 comes from.
+
+**Domains** (DESIGN.md, principle 9). A claim holds where the theory predicts it, not
+everywhere a page accepts its parameters. A report states the conditions, computed from the
+parameters and the state *before* it measures, never from the measured outcome::
+
+    dom = claims.domain(("|g| ≥ 5 ε σ0", abs(g) >= 5 * eps * s0, f"|g| = {abs(g):.2g}, 5εσ0 = {5*eps*s0:.2g}"))
+    claims.check("B5", measured, expected, rtol=1e-2, what="...", domain=dom)
+
+Outside its domain the check records the verdict ``"outside"`` ("outside domain: reason"), which
+is counted and listed on its own, never as a pass and never as a failure. A non-finite
+measurement is always a failure, with or without an errata label.
+
+**Statistics over seeds.** ``check_mean`` checks a claim about random training on the mean of
+several seeds with its t interval (``attnflow.stats``): a target must lie within the interval
+(widened by a stated numeric ``atol``); a threshold must be cleared by the whole interval.
 """
 from __future__ import annotations
 
@@ -23,15 +38,64 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from dataclasses import dataclass
+
 import yaml
 
-__all__ = ["check", "finish", "begin_page", "records", "statement", "ClaimFailed", "claims_dir"]
+__all__ = ["check", "check_mean", "outside", "domain", "Domain", "finish", "begin_page", "records", "statement",
+           "ClaimFailed", "claims_dir", "VERDICTS"]
 
 SOURCES = ("paper", "prior work", "reconstruction", "paper + reconstruction", "paper + prior work")
 
 
+VERDICTS = ("pass", "fail", "disagrees", "outside")   # disagrees: documented in the errata; outside: not in domain
+MARKS = {"pass": "✔", "fail": "✘", "disagrees": "≠", "outside": "○"}
+
+
 class ClaimFailed(AssertionError):
     """At least one claim checked on the page did not hold."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where a claim is predicted: named conditions, each (statement, holds, observed).
+
+    ``statement`` is the condition in words/symbols ("|g| ≥ 5εσ0"), ``holds`` its truth value
+    computed from the parameters and the state before measuring, ``observed`` the values it was
+    decided on ("|g| = 1.2e-4, 5εσ0 = 4.8e-4"). ``bool(domain)`` is True when every condition holds.
+    """
+
+    conditions: tuple[tuple[str, bool, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return all(h for _, h, _ in self.conditions)
+
+    @property
+    def holds(self) -> bool:
+        return bool(self)
+
+    @property
+    def text(self) -> str:
+        """All conditions, joined (recorded with every verdict)."""
+        return "; ".join(c for c, _, _ in self.conditions) or "every accepted parameter set"
+
+    @property
+    def reason(self) -> str:
+        """The conditions that fail, with the observed values (empty when inside)."""
+        return "; ".join(f"{c} fails ({o})" if o else f"{c} fails" for c, h, o in self.conditions if not h)
+
+    def __and__(self, other: "Domain") -> "Domain":
+        return Domain(self.conditions + other.conditions)
+
+
+def domain(*conditions: tuple[str, bool] | tuple[str, bool, str]) -> Domain:
+    """``domain(("n_seeds ≥ 3", n >= 3, f"n = {n}"), ("plateau reached", t_end > t_plateau))``."""
+    out = []
+    for c in conditions:
+        if len(c) not in (2, 3) or not isinstance(c[0], str):
+            raise TypeError(f"a domain condition is (statement, holds[, observed]); received {c!r}")
+        out.append((c[0], bool(c[1]), str(c[2]) if len(c) == 3 else ""))
+    return Domain(tuple(out))
 
 
 _state: dict[str, Any] = {"page": None, "records": [], "parameters": {}}
@@ -104,7 +168,8 @@ def check(
     what: str = "",
     source: str = "reconstruction",
     errata: str | None = None,
-) -> bool:
+    domain: Domain | None = None,
+) -> bool | None:
     """Check one measured value against the expected one and record the verdict.
 
     Exactly one of: a numeric comparison (``rtol`` and/or ``atol``; ``|m - e| <= atol + rtol|e|``
@@ -118,6 +183,11 @@ def check(
     to the entry, not a build failure — and if it passes the verdict is ``"pass"`` as usual. Only
     targets taken from the paper (or prior work) can disagree: a failed check of the book's own
     reconstruction is a bug, so ``errata`` with ``source="reconstruction"`` is refused.
+
+    ``domain`` (:func:`domain`) states where the claim is predicted. Outside it nothing is
+    compared: the verdict is ``"outside"`` with the failing conditions as the reason, and the
+    call returns None. A non-finite ``measured`` (NaN, inf, anywhere in an array) inside the
+    domain is always ``"fail"``, also under an errata label.
     """
     if claim_id not in registry():
         raise KeyError(f"unknown claim id {claim_id!r}; known ids: {', '.join(registry())}")
@@ -133,11 +203,18 @@ def check(
     if _state["page"] is None:
         raise RuntimeError("claims.check before params.validate: the page has no ledger yet")
 
+    if domain is not None and not isinstance(domain, Domain):
+        raise TypeError(f"claim {claim_id}: domain must be a claims.Domain (claims.domain(...)), received {domain!r}")
     measured_v = _to_jsonable(measured)
     expected_v = _to_jsonable(expected)
+    if domain is not None and not domain:
+        return _outside(claim_id, what, source, domain, expected_v, measured_v, tolerance or "")
+    finite = _all_finite(measured)
     if predicate is not None:
-        ok = bool(predicate(measured))
-        tol = tolerance or getattr(predicate, "__doc__", None) or "predicate"
+        ok = finite and bool(predicate(measured))
+        tol = tolerance or getattr(predicate, "__doc__", None)
+        if not tol:
+            raise ValueError(f"claim {claim_id}: a predicate check needs tolerance='<the criterion in words>'")
     else:
         import numpy as np
 
@@ -151,6 +228,28 @@ def check(
         if atol is not None:
             parts.append(f"atol {atol:g}")
         tol = ", ".join(parts) + (f" ({tolerance})" if tolerance else "")
+    verdict = "pass" if ok else ("disagrees" if errata and finite else "fail")
+    rec = _record(claim_id, what, source, expected_v, measured_v, tol, verdict, errata, domain)
+    exp = "" if expected is None else f" expected {_fmt(expected_v)},"
+    crit = "" if expected is not None or predicate is None else " criterion:"
+    note = f" — not reproduced, see errata ({errata})" if verdict == "disagrees" else ""
+    nonfinite = "" if finite else " (non-finite measurement)"
+    print(f"{MARKS[verdict]} {claim_id} {what}: measured {_fmt(measured_v)}{nonfinite},{exp}{crit} {tol} [{source}]{note}")
+    return ok
+
+
+def _all_finite(x: Any) -> bool:
+    """False when x holds a NaN or infinity (numbers, arrays, nested lists); True for non-numbers."""
+    import numpy as np
+
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return True
+    return bool(np.all(np.isfinite(a)))
+
+
+def _record(claim_id, what, source, expected_v, measured_v, tol, verdict, errata, dom, reason=None) -> dict:
     rec = dict(
         id=claim_id,
         what=what,
@@ -160,17 +259,76 @@ def check(
         expected=expected_v,
         measured=measured_v,
         tolerance=tol,
-        verdict="pass" if ok else ("disagrees" if errata else "fail"),
+        verdict=verdict,
         errata=errata,
+        domain=dom.text if dom is not None else "every accepted parameter set",
+        reason=reason,
         page=_state["page"],
     )
     _state["records"].append(rec)
     _write()
-    mark = "✔" if ok else ("≠" if errata else "✘")
-    exp = "" if expected is None else f" expected {_fmt(expected_v)},"
-    note = f" — not reproduced, see errata ({errata})" if errata and not ok else ""
-    print(f"{mark} {claim_id} {what}: measured {_fmt(measured_v)},{exp} {tol} [{source}]{note}")
-    return ok
+    return rec
+
+
+def _outside(claim_id, what, source, dom: Domain, expected_v=None, measured_v=None, tol="") -> None:
+    _record(claim_id, what, source, expected_v, measured_v, tol, "outside", None, dom, reason=dom.reason)
+    print(f"{MARKS['outside']} {claim_id} {what}: outside domain: {dom.reason} [{source}]")
+    return None
+
+
+def outside(claim_id: str, *, what: str, domain: Domain, source: str = "reconstruction") -> None:
+    """Record that a claim is outside its domain without measuring anything (``domain`` must fail)."""
+    if claim_id not in registry():
+        raise KeyError(f"unknown claim id {claim_id!r}; known ids: {', '.join(registry())}")
+    if _state["page"] is None:
+        raise RuntimeError("claims.outside before params.validate: the page has no ledger yet")
+    if domain:
+        raise ValueError(f"claim {claim_id}: claims.outside with a domain that holds ({domain.text}); check the claim instead")
+    return _outside(claim_id, what, source, domain)
+
+
+def check_mean(
+    claim_id: str,
+    values: Any,
+    *,
+    target: float | None = None,
+    atol: float = 0.0,
+    above: float | None = None,
+    below: float | None = None,
+    level: float = 0.95,
+    what: str = "",
+    tolerance: str = "",
+    source: str = "reconstruction",
+    errata: str | None = None,
+    domain: Domain | None = None,
+) -> bool | None:
+    """Check a claim about random training on the mean over seeds (one value per seed).
+
+    Exactly one of: ``target`` (pass when |mean − target| ≤ t-interval half-width + ``atol``,
+    where ``atol`` is a numeric tolerance explained by the caller, e.g. the spec's rounding),
+    ``above`` (pass when the whole interval lies above: lo > above), ``below`` (hi < below).
+    The domain should require at least 3 seeds (``stats.enough_seeds``); with fewer the interval
+    is undefined and the check fails. The record keeps the per-seed values, mean and interval.
+    """
+    from attnflow import stats
+
+    if sum(x is not None for x in (target, above, below)) != 1:
+        raise ValueError(f"claim {claim_id}: check_mean needs exactly one of target=, above=, below=")
+    iv = stats.mean_interval(values, level=level)
+    if target is not None:
+        ok_fn = lambda m: abs(iv.mean - target) <= iv.half_width + atol  # noqa: E731
+        crit = f"|mean − target| ≤ {level:.0%} t half-width {iv.half_width:.3g}" + (f" + atol {atol:g}" if atol else "")
+        expected = target
+    elif above is not None:
+        ok_fn = lambda m: iv.lo > above  # noqa: E731
+        crit, expected = f"{level:.0%} t interval above {above:g}", None
+    else:
+        ok_fn = lambda m: iv.hi < below  # noqa: E731
+        crit, expected = f"{level:.0%} t interval below {below:g}", None
+    tol = f"{crit}; mean of {iv.n} seeds, interval [{iv.lo:.4g}, {iv.hi:.4g}]" + (f" ({tolerance})" if tolerance else "")
+    return check(claim_id, iv.mean if iv.n >= 2 else float("nan"), expected, predicate=ok_fn, tolerance=tol,
+                 what=what + f" (per seed {_fmt([float(v) for v in iv.values])})", source=source, errata=errata,
+                 domain=domain)
 
 
 def finish() -> None:
@@ -178,8 +336,11 @@ def finish() -> None:
     recs = _state["records"]
     failed = [r for r in recs if r["verdict"] == "fail"]
     n_dis = sum(r["verdict"] == "disagrees" for r in recs)
+    n_out = sum(r["verdict"] == "outside" for r in recs)
+    n_pass = sum(r["verdict"] == "pass" for r in recs)
     dis = f", {n_dis} disagree with the paper (errata)" if n_dis else ""
-    print(f"claims on {_state['page']}: {len(recs) - len(failed) - n_dis} passed{dis}, {len(failed)} failed")
+    out = f", {n_out} outside their domain" if n_out else ""
+    print(f"claims on {_state['page']}: {n_pass} passed{dis}{out}, {len(failed)} failed")
     if not recs:
         raise ClaimFailed(f"page {_state['page']} checked no claim")
     if failed:

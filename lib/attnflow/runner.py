@@ -48,10 +48,12 @@ class RunResult:
     failed: int
     parameters: dict[str, Any]
     disagree: int = 0          # checks of the paper's statements that are not reproduced (errata)
+    outside: int = 0           # claims outside their domain for these parameters (not a pass)
 
     def summary(self) -> str:
         dis = f", {self.disagree} not reproduced (errata)" if self.disagree else ""
-        return (f"{self.page}: ran in {self.seconds:.1f} s, claims {self.passed} passed{dis}, "
+        out = f", {self.outside} outside their domain" if self.outside else ""
+        return (f"{self.page}: ran in {self.seconds:.1f} s, claims {self.passed} passed{dis}{out}, "
                 f"{self.failed} failed -> {self.notebook}")
 
 
@@ -223,12 +225,13 @@ def run_page(
             raise PageFailed(f"{key}: cell {e.exec_count} raised {e.ename}: {e.evalue}\n{_strip_ansi(tb)}") from None
         seconds = time.perf_counter() - start
         record = claims_tmp / (key.replace("/", "__") + ".json")
-        passed = failed = disagree = 0
+        passed = failed = disagree = outside = 0
         if record.exists():
             recs = json.loads(record.read_text(encoding="utf-8"))["claims"]
             passed = sum(r["verdict"] == "pass" for r in recs)
             disagree = sum(r["verdict"] == "disagrees" for r in recs)   # documented in the errata
-            failed = len(recs) - passed - disagree
+            outside = sum(r["verdict"] == "outside" for r in recs)   # not in the claim's domain
+            failed = len(recs) - passed - disagree - outside
         out_dir.mkdir(parents=True, exist_ok=True)
         final_nb = out_dir / f"{name}.ipynb"
         shutil.move(str(nb_tmp), final_nb)
@@ -236,7 +239,7 @@ def run_page(
         if record.exists():
             final_claims = out_dir / f"{name}.claims.json"
             shutil.move(str(record), final_claims)
-    return RunResult(key, final_nb, final_claims, seconds, passed, failed, params, disagree)
+    return RunResult(key, final_nb, final_claims, seconds, passed, failed, params, disagree, outside)
 
 
 def _strip_ansi(s: str) -> str:

@@ -146,7 +146,7 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
         key = doc[len("book/"):]
         if key not in recorded:
             logger.warning(f"claims ledger: page {doc} recorded no claim in this build", location=fromdocname)
-    rows, n_pass, n_fail, n_dis = [], 0, 0, 0
+    rows, n_pass, n_fail, n_dis, n_out = [], 0, 0, 0, 0
     std = app.env.get_domain("std")
     for p in pages:
         docname = "book/" + p["page"]
@@ -155,6 +155,7 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
             n_pass += verdict == "pass"
             n_fail += verdict == "fail"
             n_dis += verdict == "disagrees"
+            n_out += verdict == "outside"
             if verdict == "fail":
                 logger.warning(f"claims ledger: claim {r['id']} ({r['what']}) failed on {docname}", location=fromdocname)
             link = nodes.reference("", "", internal=True,
@@ -171,13 +172,16 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
                     mark = nodes.reference("", "", internal=True,
                                            refuri=app.builder.get_relative_uri(fromdocname, target[0]) + "#" + target[1])
                     mark += nodes.Text("≠ not reproduced: errata")
+            elif verdict == "outside":
+                mark = "○ outside domain: " + (r.get("reason") or "")
             else:
                 mark = "✔ pass" if verdict == "pass" else "✘ fail"
             rows.append([r["id"], r["what"] or r["statement"], r["provenance"], r["source"], _fmt(r["expected"]),
                          _fmt(r["measured"]), r["tolerance"], mark, link])
     dis = f", {n_dis} do not reproduce the paper (each linked to its errata entry)" if n_dis else ""
-    summary = nodes.paragraph(text=f"{n_pass + n_fail + n_dis} checks on {len(pages)} pages in this build: "
-                                   f"{n_pass} passed{dis}, {n_fail} failed.")
+    out = f", {n_out} outside their domain for the parameters of this build" if n_out else ""
+    summary = nodes.paragraph(text=f"{n_pass + n_fail + n_dis + n_out} checks on {len(pages)} pages in this build: "
+                                   f"{n_pass} passed{dis}{out}, {n_fail} failed.")
     table = _table(["id", "quantity checked", "claim provenance", "expected from", "expected", "measured",
                     "tolerance", "verdict", "page"], rows, widths=[5, 22, 10, 10, 10, 10, 15, 7, 11])
     for ph in placeholders:

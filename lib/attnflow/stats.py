@@ -1,0 +1,108 @@
+"""Statistics over seeds for claims about random training (DESIGN.md, principle 9).
+
+A claim about training from random data or initialization is checked on a statistic over
+several seeds run as one batch, never on one lucky seed:
+
+    iv = stats.mean_interval(per_seed_values)          # mean with a Student-t interval
+    iv.mean, iv.lo, iv.hi, iv.half_width, iv.n
+    fr = stats.fraction(per_seed_flags)                # k of n with a Wilson interval
+
+The interval's width comes from the measured seed-to-seed spread; claims then compare a target
+with the interval (``claims.check_mean``), so a range measured by the spec on a few seeds is a
+target for the mean, not a bound for every seed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["Interval", "FractionInterval", "mean_interval", "fraction", "enough_seeds", "MIN_SEEDS"]
+
+MIN_SEEDS = 3          # fewest seeds on which a seed statistic is checked (book defaults use ≥ 3)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Mean of ``values`` with a two-sided ``level`` Student-t interval [lo, hi]."""
+
+    values: tuple[float, ...]
+    mean: float
+    sd: float              # sample standard deviation (ddof = 1)
+    lo: float
+    hi: float
+    level: float
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def half_width(self) -> float:
+        return (self.hi - self.lo) / 2
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4g} [{self.lo:.4g}, {self.hi:.4g}] ({self.level:.0%} t, n = {self.n})"
+
+
+def _t_quantile(p: float, dof: int) -> float:
+    from scipy import stats as st
+
+    return float(st.t.ppf(p, dof))
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> Interval:
+    """Mean with a Student-t interval; fewer than 2 values give an undefined (NaN) interval."""
+    v = np.asarray(values, dtype=float).ravel()
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), received {level!r}")
+    if v.size == 0:
+        raise ValueError("mean_interval of no values")
+    mean = float(v.mean())
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        nan = float("nan")
+        return Interval(tuple(map(float, v)), mean if np.all(np.isfinite(v)) else nan, nan, nan, nan, level)
+    sd = float(v.std(ddof=1))
+    half = _t_quantile(0.5 + level / 2, v.size - 1) * sd / math.sqrt(v.size)
+    return Interval(tuple(map(float, v)), mean, sd, mean - half, mean + half, level)
+
+
+@dataclass(frozen=True)
+class FractionInterval:
+    """k of n seeds with a property, with a Wilson score interval at ``level``."""
+
+    k: int
+    n: int
+    lo: float
+    hi: float
+    level: float
+
+    @property
+    def value(self) -> float:
+        return self.k / self.n if self.n else float("nan")
+
+    def __str__(self) -> str:
+        return f"{self.k}/{self.n} [{self.lo:.2f}, {self.hi:.2f}] ({self.level:.0%} Wilson)"
+
+
+def fraction(flags: Sequence[Any], level: float = 0.95) -> FractionInterval:
+    """Fraction of True flags with a Wilson interval (sensible also at 0/n and n/n)."""
+    f = np.asarray(flags, dtype=bool).ravel()
+    n, k = int(f.size), int(f.sum())
+    if n == 0:
+        raise ValueError("fraction of no flags")
+    from scipy import stats as st
+
+    z = float(st.norm.ppf(0.5 + level / 2))             # the normal quantile
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return FractionInterval(k, n, max(0.0, centre - half), min(1.0, centre + half), level)
+
+
+def enough_seeds(n: int, minimum: int = MIN_SEEDS) -> tuple[str, bool, str]:
+    """The domain condition of every seed statistic: at least ``minimum`` seeds."""
+    return (f"at least {minimum} seeds", n >= minimum, f"{n} seed{'s' if n != 1 else ''}")
