@@ -179,11 +179,13 @@ def saddle_time(t: np.ndarray, gnorm: np.ndarray, t0: float, t1: float) -> float
 def kappa_drive(states: dict[str, torch.Tensor], loss: PopulationLoss, u: np.ndarray) -> np.ndarray:
     """g_eff(t) = −uᵀ (∂L/∂M) u with M = WQ WKᵀ, at every stored time (T,): the rate of the
     attention mode at the point the flow actually visits (= g at θ_c¹ exactly, claim B5)."""
-    W0, W1 = states["W0"], states["W1"]
+    from attnflow.focus_dilution.model import Population, loss as model_loss
+
+    W0 = states["W0"]
     M = (states["WQ"] @ states["WK"].transpose(-1, -2)).detach().clone().requires_grad_(True)   # (T, m, m)
-    S = loss.score_scale * (W0 @ M) @ W0.transpose(-1, -2) + loss.log_pi                       # (T, d, d)
-    Z = torch.softmax(S, dim=-1) @ W0 @ W1
-    G_M, = torch.autograd.grad(-(loss.F * torch.log_softmax(Z, dim=-1)).sum(), M)
+    eye = torch.eye(M.shape[-1], dtype=M.dtype).expand_as(M)              # WQ = M, WK = I: the same scores
+    theta = {"W0": W0, "WQ": M, "WK": eye, "W1": states["W1"]}
+    G_M, = torch.autograd.grad(model_loss(theta, Population(loss.P, loss.pi), loss.score_scale).sum(), M)
     uu = torch.as_tensor(u, dtype=G_M.dtype)                                                  # (T, m)
     return -torch.einsum("tm,tmn,tn->t", uu, G_M, uu).numpy()
 

@@ -1,4 +1,4 @@
-"""The one-layer transformer of the focus–dilution chapter and its exact population loss.
+"""The one-layer transformer of the focus–dilution chapter: one model, one forward.
 
 Spec focus_dilution.md §4.2–4.3 [reconstruction]. Parameters θ = (W0, WQ, WK, W1), a dict of
 tensors (the same dict for the population loss, for ``attnflow.flow.integrate`` and for
@@ -7,23 +7,46 @@ discrete training with ``attnflow.train.train``):
     W0 (d, m)  embedding, row k = h_k          WQ, WK (m, m)  query / key
     W1 (m, d)  output projection               c = score_scale (1 in the reference runs)
 
-Attention is computed for the last position only (the query); no residual, value matrix,
-positional encoding or LayerNorm. Two forwards share the parameters:
+The model's hyper-parameters travel together as one :class:`ModelConfig` (``d_model``,
+``init_scale``, ``score_scale``, ``seed``)::
 
-* ``population_forward`` / :class:`PopulationLoss` — the N, s → ∞ limit: for query token i,
-  A_ik = π_k e^{S_ik} / Σ_l π_l e^{S_il}, S = c W0 WQ WKᵀ W0ᵀ, P̂_i = softmax(W1ᵀ Σ_k A_ik h_k),
-  L(θ) = −Σ_i π_i Σ_j P_ij log P̂_ij  (the boxed loss of §4.3);
-* ``sequence_forward`` / ``sequence_loss`` — finite sequences (B, s + 1): attention of the last
-  context token over the s context positions, cross-entropy against the next token.
+    model = ModelConfig.from_cfg(cfg)            # a page's validated parameters
+    theta = model.init(chain.d)                  # ε-small Gaussian initialization (seed)
+    out = forward(theta, chain, model.score_scale)        # population limit
+    out = forward(theta, Sequences(batch), c)             # sampled sequences (B, s + 1)
+    out = forward(theta, Counts(query, log_counts), c)    # per-row key-token counts
+    out.attention, out.logits, out.log_probs, loss(theta, data, c)
+
+Attention is computed for the last position only (the query); no residual, value matrix,
+positional encoding or LayerNorm. :func:`forward` is the one forward: every data form is the
+same computation — scores c (h_q WQ)(h_k WK)ᵀ, attention softmax(scores + log key weight), attended
+o = Σ A h_k, logits oᵀ W1 — applied to
+
+* the population (N, s → ∞) limit, a :class:`~attnflow.focus_dilution.chain.MarkovChain` or
+  :class:`Population`: one query per token i, keys = all tokens weighted by π, so
+  A_ik = π_k e^{S_ik} / Σ_l π_l e^{S_il}, L(θ) = −Σ_i π_i Σ_j P_ij log P̂_ij (the boxed loss of §4.3);
+* finite sequences, :class:`Sequences` (B, s + 1) (or a bare (B, s) context tensor): keys = the s
+  context positions, loss = cross-entropy against the next token;
+* counts, :class:`Counts`: one row per query with key-token counts n_k (weights log n_k), the
+  sufficient statistic of a context for this model.
+
+Fast paths kept (tested against :func:`forward`/autograd): :class:`PopulationLoss` (the fused
+population loss the flows differentiate) and :class:`PopulationGrad` (the closed-form backward pass
+of §4.3 in numpy, ~10× cheaper per call inside the ODE solver). ``population_forward``,
+``sequence_forward`` and ``sequence_loss`` are the older names, kept as thin aliases.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Union
 
 import numpy as np
 import torch
 
 from attnflow.focus_dilution.chain import MarkovChain
 
-__all__ = ["PARAM_NAMES", "init_params", "rank_one_params", "population_forward", "PopulationLoss", "PopulationGrad",
+__all__ = ["PARAM_NAMES", "ModelConfig", "Population", "Sequences", "Counts", "ModelOutput", "forward", "loss",
+           "init_params", "rank_one_params", "population_forward", "PopulationLoss", "PopulationGrad",
            "sequence_forward", "sequence_loss", "hessian", "param_shapes"]
 
 PARAM_NAMES = ("W0", "WQ", "WK", "W1")
@@ -65,26 +88,147 @@ def rank_one_params(a, b, kappa: float, m: int, u=None, dtype=torch.float64) -> 
             "W1": torch.outer(u, b)}
 
 
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model's hyper-parameters, passed as one object instead of four loose arguments.
+
+    d_model m (width), init_scale ε (std of the i.i.d. Gaussian initialization), score_scale c,
+    seed (of the initialization; 1 = the spec's listing). The defaults are the spec's reference.
+    """
+
+    d_model: int = 8
+    init_scale: float = 1e-3
+    score_scale: float = 1.0
+    seed: int = 1
+
+    @classmethod
+    def from_cfg(cls, cfg, **overrides) -> "ModelConfig":
+        """From a page's validated parameters (any object with these attribute names)."""
+        kw = {k: getattr(cfg, k) for k in ("d_model", "init_scale", "score_scale", "seed") if hasattr(cfg, k)}
+        kw.update(overrides)
+        return cls(**kw)
+
+    def with_(self, **changes) -> "ModelConfig":
+        """A copy with some fields changed, e.g. ``model.with_(init_scale=model.init_scale / 10)``."""
+        return replace(self, **changes)
+
+    def init(self, d: int, dtype=torch.float64, device="cpu") -> dict[str, torch.Tensor]:
+        """θ(0) for vocabulary size d (see :func:`init_params`)."""
+        return init_params(d, self.d_model, self.init_scale, self.seed, dtype=dtype, device=device)
+
+    def population_loss(self, chain: MarkovChain, dtype=torch.float64, device="cpu") -> "PopulationLoss":
+        return PopulationLoss(chain, self.score_scale, dtype=dtype, device=device)
+
+    def population_grad(self, chain: MarkovChain) -> "PopulationGrad":
+        return PopulationGrad(chain, self.d_model, self.score_scale)
+
+
+@dataclass(frozen=True)
+class Population:
+    """The population (N, s → ∞) data of a chain: P (d, d) and π (d,) as tensors."""
+
+    P: torch.Tensor
+    pi: torch.Tensor
+
+    @classmethod
+    def of(cls, chain: MarkovChain, dtype=torch.float64, device="cpu") -> "Population":
+        P, pi = chain.tensors(dtype, device)
+        return cls(P, pi)
+
+
+@dataclass(frozen=True)
+class Sequences:
+    """Sampled sequences (B, s + 1) int64 (``chain.sample_sequences``): context x_1..x_s, target x_{s+1}."""
+
+    tokens: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Contexts summarized by key-token counts: query (…, B) int64 token of each row, log_counts
+    (…, B, d) log n_k of the context (−inf for absent tokens) and, for the loss, targets (…, B, d)
+    the weight of each next token (rows of a batch weigh their share of the loss)."""
+
+    query: torch.Tensor
+    log_counts: torch.Tensor
+    targets: torch.Tensor | None = None
+
+
+Data = Union[MarkovChain, Population, Sequences, Counts, torch.Tensor]
+
+
+@dataclass
+class ModelOutput:
+    """Named intermediate values of one forward (keys along the last axis of scores/attention).
+
+    scores (…, Q, K) and attention (…, Q, K): Q = d query tokens (population), B rows (counts) or B
+    sequences (Q = B, K = s positions); attended (…, Q, m); logits and log_probs (…, Q, d)."""
+
+    scores: torch.Tensor
+    attention: torch.Tensor
+    attended: torch.Tensor
+    logits: torch.Tensor
+    log_probs: torch.Tensor
+
+
+def _as_population(data, dtype, device) -> Population:
+    return data if isinstance(data, Population) else Population.of(data, dtype, device)
+
+
+def forward(theta: dict[str, torch.Tensor], data: Data, score_scale: float = 1.0) -> ModelOutput:
+    """The model's forward for any data form (see the module docstring); batched over leading
+    dimensions of θ (e.g. (T, d, m) for a whole trajectory) in the population and counts forms."""
+    W0, WQ, WK, W1 = (theta[n] for n in PARAM_NAMES)
+    if isinstance(data, (MarkovChain, Population)):
+        pop = _as_population(data, W0.dtype, W0.device)
+        S = score_scale * (W0 @ WQ) @ (W0 @ WK).transpose(-1, -2)     # (…, d, d): c h_iᵀ WQ WKᵀ h_k
+        A = torch.softmax(S + torch.log(pop.pi), dim=-1)              # (…, d, d): ∝ π_k e^{S_ik}
+        O = A @ W0                                                    # (…, d, m): o_i = Σ_k A_ik h_k
+    elif isinstance(data, Counts):
+        Hq = W0[..., data.query, :] if W0.dim() == 2 else torch.stack([w[data.query] for w in W0])   # (…, B, m)
+        S = score_scale * (Hq @ WQ) @ (W0 @ WK).transpose(-1, -2)     # (…, B, d): c h_qᵀ WQ WKᵀ h_k
+        A = torch.softmax(S + data.log_counts, dim=-1)                # (…, B, d): ∝ n_k e^{S_qk}
+        O = A @ W0                                                    # (…, B, m)
+    else:
+        tokens = data.tokens[:, :-1] if isinstance(data, Sequences) else data   # (B, s) contexts
+        H = W0[tokens]                                                # (B, s, m)
+        q = H[:, -1] @ WQ                                             # (B, m): the query is the last position
+        K = H @ WK                                                    # (B, s, m)
+        S = score_scale * torch.einsum("bm,bsm->bs", q, K)            # (B, s)
+        A = torch.softmax(S, dim=-1)                                  # (B, s) over positions
+        O = torch.einsum("bs,bsm->bm", A, H)                          # (B, m)
+    Z = O @ W1                                                        # (…, Q, d) logits
+    return ModelOutput(scores=S, attention=A, attended=O, logits=Z, log_probs=torch.log_softmax(Z, dim=-1))
+
+
+def loss(theta: dict[str, torch.Tensor], data: Data, score_scale: float = 1.0) -> torch.Tensor:
+    """The model's loss on ``data``: the population cross-entropy L(θ) (…,) for a chain, the mean
+    next-token cross-entropy for :class:`Sequences`, −Σ targets·log P̂ for :class:`Counts`."""
+    out = forward(theta, data, score_scale)
+    if isinstance(data, (MarkovChain, Population)):
+        pop = _as_population(data, out.logits.dtype, out.logits.device)
+        return -((pop.pi[:, None] * pop.P) * out.log_probs).sum((-1, -2))
+    if isinstance(data, Counts):
+        if data.targets is None:
+            raise ValueError("Counts.targets is needed for the loss (the weight of each next token per row)")
+        return -(data.targets * out.log_probs).sum((-1, -2))
+    if not isinstance(data, Sequences):
+        raise TypeError("the sequence loss needs Sequences (B, s + 1) with the target as last token")
+    return torch.nn.functional.cross_entropy(out.logits, data.tokens[:, -1])
+
+
 def population_forward(theta: dict[str, torch.Tensor], P: torch.Tensor, pi: torch.Tensor,
                        score_scale: float = 1.0) -> dict[str, torch.Tensor]:
-    """All intermediate quantities of the population model (spec §4.3), indexed by query token.
-
-    Returns S (d, d) scores, A (d, d) attention rows, O (d, m) attended representations,
-    Z (d, d) logits, P_hat (d, d) predictions and the loss L. Works batched over leading
-    dimensions of θ (e.g. (T, d, m) for a whole trajectory).
-    """
-    W0, WQ, WK, W1 = (theta[n] for n in PARAM_NAMES)
-    S = score_scale * (W0 @ WQ) @ (W0 @ WK).transpose(-1, -2)     # (…, d, d): c h_iᵀ WQ WKᵀ h_k
-    A = torch.softmax(S + torch.log(pi), dim=-1)                  # (…, d, d): ∝ π_k e^{S_ik}
-    O = A @ W0                                                    # (…, d, m): o_i = Σ_k A_ik h_k
-    Z = O @ W1                                                    # (…, d, d): logits per query
-    log_P_hat = torch.log_softmax(Z, dim=-1)
-    L = -((pi[:, None] * P) * log_P_hat).sum((-1, -2))
-    return {"S": S, "A": A, "O": O, "Z": Z, "P_hat": log_P_hat.exp(), "L": L}
+    """Old name: :func:`forward` on the population as a dict S, A, O, Z, P_hat, L (query-indexed)."""
+    pop = Population(P, pi)
+    out = forward(theta, pop, score_scale)
+    L = -((pi[:, None] * P) * out.log_probs).sum((-1, -2))
+    return {"S": out.scores, "A": out.attention, "O": out.attended, "Z": out.logits, "P_hat": out.log_probs.exp(), "L": L}
 
 
 class PopulationLoss:
-    """L(θ) of spec §4.3 as a callable θ-dict → scalar, in float64 (for ``flow.integrate``).
+    """L(θ) of spec §4.3 as a callable θ-dict → scalar, in float64 (for ``flow.integrate``): the fast
+    path of ``loss(theta, chain)`` with the chain's tensors computed once.
 
         loss = PopulationLoss(chain, score_scale=1.0)
         flow.integrate(loss, init_params(chain.d, 8), t_eval, method="BDF")
@@ -154,26 +298,16 @@ class PopulationGrad:
 
 def sequence_forward(theta: dict[str, torch.Tensor], tokens: torch.Tensor,
                      score_scale: float = 1.0) -> dict[str, torch.Tensor]:
-    """Finite-context forward for a batch of contexts x_1..x_s, tokens (B, s) int64.
-
-    The query is the last position: scores (B, s) = c h_{x_s}ᵀ WQ WKᵀ h_{x_j}; attention (B, s) is
-    their softmax over positions (the hook for logging attention); o (B, m); logits (B, d).
-    """
-    W0, WQ, WK, W1 = (theta[n] for n in PARAM_NAMES)
-    H = W0[tokens]                                                # (B, s, m)
-    q = H[:, -1] @ WQ                                             # (B, m)
-    K = H @ WK                                                    # (B, s, m)
-    scores = score_scale * torch.einsum("bm,bsm->bs", q, K)       # (B, s)
-    attention = torch.softmax(scores, dim=-1)                     # (B, s)
-    o = torch.einsum("bs,bsm->bm", attention, H)                  # (B, m)
-    return {"scores": scores, "attention": attention, "o": o, "logits": o @ W1}   # logits (B, d)
+    """Old name: :func:`forward` on contexts (B, s) as a dict scores (B, s), attention (B, s),
+    o (B, m), logits (B, d)."""
+    out = forward(theta, tokens, score_scale)
+    return {"scores": out.scores, "attention": out.attention, "o": out.attended, "logits": out.logits}
 
 
 def sequence_loss(theta: dict[str, torch.Tensor], batch: torch.Tensor, score_scale: float = 1.0) -> torch.Tensor:
-    """Mean next-token cross-entropy on sequences (B, s + 1) from ``chain.sample_sequences``;
-    as N, s → ∞ it tends to the population loss (spec §4.3, Q7)."""
-    out = sequence_forward(theta, batch[:, :-1], score_scale)
-    return torch.nn.functional.cross_entropy(out["logits"], batch[:, -1])
+    """Old name: :func:`loss` on :class:`Sequences` (B, s + 1); tends to the population loss as
+    N, s → ∞ (spec §4.3, Q7)."""
+    return loss(theta, Sequences(batch), score_scale)
 
 
 def hessian(loss, theta: dict[str, torch.Tensor]) -> tuple[np.ndarray, list[tuple[str, slice]]]:

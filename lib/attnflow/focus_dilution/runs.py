@@ -19,7 +19,7 @@ from attnflow import flow
 from attnflow.device import single_threaded
 from attnflow.focus_dilution import measure
 from attnflow.focus_dilution.chain import MarkovChain
-from attnflow.focus_dilution.model import PARAM_NAMES, PopulationGrad, PopulationLoss, init_params
+from attnflow.focus_dilution.model import PARAM_NAMES, ModelConfig, PopulationGrad, PopulationLoss, init_params
 
 __all__ = ["single_threaded", "time_grid", "population_flow", "FlowRun"]
 
@@ -46,8 +46,11 @@ def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float =
                     score_scale: float = 1.0, t_eval=None, horizon: float | None = None,
                     theta0: dict[str, torch.Tensor] | None = None, method: str = "BDF",
                     rtol: float = RTOL, atol: float = ATOL, dense_output: bool = False,
-                    gradient: str = "analytic") -> FlowRun:
+                    gradient: str = "analytic", model: ModelConfig | None = None) -> FlowRun:
     """Gradient flow of the population loss from the spec's small initialization (or ``theta0``).
+
+    model: a :class:`~attnflow.focus_dilution.model.ModelConfig`; when given it replaces the loose
+        ``d_model``, ``init_scale``, ``seed`` and ``score_scale`` (``population_flow(chain, model=m)``).
 
     gradient: "analytic" (default) evaluates the right-hand side with the closed-form backward
         pass of spec §4.3 (:class:`~attnflow.focus_dilution.model.PopulationGrad`, numpy, ~10×
@@ -59,6 +62,8 @@ def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float =
     """
     if gradient not in ("analytic", "autograd"):
         raise ValueError(f"gradient must be 'analytic' or 'autograd', received {gradient!r}")
+    if model is not None:
+        d_model, init_scale, seed, score_scale = model.d_model, model.init_scale, model.seed, model.score_scale
     loss = PopulationLoss(chain, score_scale)
     if t_eval is None:
         t_eval = time_grid(horizon if horizon is not None else 3e4)
