@@ -8,11 +8,20 @@ Every page that shows a result checks it::
     claims.finish()          # last cell: raises if any check on the page failed
 
 ``check`` prints a visible ✔/✘/○ line with both numbers, appends a record to the page's JSON
-file under ``_build/claims/`` (or ``$ATTNFLOW_CLAIMS_DIR``) and never raises itself, so all
+file in the claims folder and never raises itself, so all
 checks of a page run; ``finish`` raises :class:`ClaimFailed` when one failed, which fails the
 notebook and therefore the book build. The statement and provenance of each claim id come from
 ``claims.yml`` (the claims tables of the two specs); ``source`` says where the *expected value*
 comes from.
+
+**Where records go.** Only to an explicit folder: ``$ATTNFLOW_CLAIMS_DIR``, which the book
+build sets (``attnflow.sphinx_ext``, to ``_build/claims``) and the runner sets (a temporary
+folder, then ``<output>/<page>.claims.json``). Without it the records stay in memory
+(:func:`records`): a page run in a teacher's folder or inside another Jupyter Book writes no
+file. Validation (:func:`begin_page`) never writes.
+
+**A teacher's own claims.** ``claims.register("T1", statement="...", provenance="reconstruction")``
+in a page adds an id for this kernel; ``check("T1", ...)`` then works like any packaged id.
 
 **Domains** (DESIGN.md, principle 9). A claim holds where the theory predicts it, not
 everywhere a page accepts its parameters. A report states the conditions, computed from the
@@ -31,9 +40,11 @@ several seeds with its t interval (``attnflow.stats``): a target must lie within
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -43,7 +54,7 @@ from dataclasses import dataclass
 import yaml
 
 __all__ = ["check", "check_mean", "outside", "domain", "Domain", "finish", "begin_page", "records", "statement",
-           "ClaimFailed", "claims_dir", "VERDICTS"]
+           "ClaimFailed", "claims_dir", "VERDICTS", "register"]
 
 SOURCES = ("paper", "prior work", "reconstruction", "paper + reconstruction", "paper + prior work")
 
@@ -101,33 +112,51 @@ def domain(*conditions: tuple[str, bool] | tuple[str, bool, str]) -> Domain:
 _state: dict[str, Any] = {"page": None, "records": [], "parameters": {}}
 
 
+_registered: dict[str, dict[str, str]] = {}   # ids added in pages (register), this kernel only
+
+
 @lru_cache(maxsize=1)
-def registry() -> dict[str, dict[str, str]]:
-    """Claim id -> {statement, provenance}, from the specs' claims tables."""
+def _packaged() -> dict[str, dict[str, str]]:
     with open(Path(__file__).with_name("claims.yml"), encoding="utf-8") as fh:
         return yaml.safe_load(fh)
+
+
+def registry() -> dict[str, dict[str, str]]:
+    """Claim id -> {statement, provenance}: the specs' claims tables plus ids registered in pages."""
+    return {**_packaged(), **_registered}
+
+
+def register(claim_id: str, *, statement: str, provenance: str = "reconstruction") -> None:
+    """Add a claim id in a page (e.g. a teacher's exercise): ``register("T1", statement="...")``.
+
+    ``provenance`` is one of the SOURCES labels. Packaged ids cannot be redefined; registering
+    the same id again with the same text is allowed (re-running the cell)."""
+    if not isinstance(claim_id, str) or not claim_id.strip() or not claim_id.isprintable():
+        raise ValueError(f"claim id must be a non-empty printable string, received {claim_id!r}")
+    if claim_id in _packaged():
+        raise ValueError(f"claim id {claim_id!r} is packaged (claims.yml: {_packaged()[claim_id]['statement'][:60]}...); "
+                         "choose a new id, e.g. 'T1'")
+    if provenance not in SOURCES:
+        raise ValueError(f"provenance {provenance!r} not one of {SOURCES}")
+    if not isinstance(statement, str) or not statement.strip():
+        raise ValueError(f"claim {claim_id}: statement= must say what is claimed")
+    _registered[claim_id] = {"statement": statement, "provenance": provenance}
 
 
 def statement(claim_id: str) -> str:
     return registry()[claim_id]["statement"]
 
 
-def claims_dir() -> Path:
-    """Where page records go: $ATTNFLOW_CLAIMS_DIR, else <book root>/_build/claims."""
-    env = os.environ.get("ATTNFLOW_CLAIMS_DIR")
-    if env:
-        return Path(env)
-    here = Path.cwd().resolve()
-    for d in (here, *here.parents):
-        if (d / "_config.yml").exists() and (d / "_toc.yml").exists():
-            return d / "_build" / "claims"
-    return here / "_build" / "claims"
+def claims_dir() -> Path | None:
+    """Where page records go: ``$ATTNFLOW_CLAIMS_DIR`` (set by the book build and the runner),
+    else None: records stay in memory, nothing is written into the working folder."""
+    env = os.environ.get("ATTNFLOW_CLAIMS_DIR", "").strip()
+    return Path(env) if env else None
 
 
 def begin_page(page: str, parameters: dict[str, Any] | None = None) -> None:
-    """Start the ledger of one page (called by ``params.validate``)."""
-    _state.update(page=page, records=[], parameters=dict(parameters or {}))
-    _write()
+    """Start the ledger of one page (called by ``params.validate``); writes nothing."""
+    _state.update(page=page, records=[], parameters=dict(parameters or {}), write_error=None)
 
 
 def records() -> list[dict[str, Any]]:
@@ -351,28 +380,40 @@ def finish() -> None:
 
 
 def _write() -> None:
+    """Write the page's record to the claims folder, if one is set (atomically: temp + rename).
+    A folder that cannot be written is said once on stderr; the records stay in memory."""
     page = _state["page"]
-    if page is None:
-        return
     out = claims_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    if page is None or out is None:
+        return
     path = out / (page.replace("/", "__") + ".json")
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(
-        json.dumps(
-            {"page": page, "parameters": _to_jsonable(_state["parameters"]), "claims": _state["records"]},
-            indent=1,
-            ensure_ascii=False,
-            default=str,
-        ),
-        encoding="utf-8",
-    )
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(
+            json.dumps(
+                {"page": page, "parameters": _to_jsonable(_state["parameters"]), "claims": _state["records"]},
+                indent=1,
+                ensure_ascii=False,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
+        os.replace(tmp, path)
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if _state.get("write_error") is None:
+            _state["write_error"] = str(err)
+            print(f"attnflow.claims: cannot write the claims record {path} ({err.strerror or err}); "
+                  "keeping it in memory", file=sys.stderr, flush=True)
 
 
 def load_all(directory: Path | None = None) -> list[dict[str, Any]]:
     """Every page record in the claims folder (used by the claims page and the runner)."""
     d = directory or claims_dir()
+    if d is None or not Path(d).is_dir():
+        return []
     pages = []
     for f in sorted(Path(d).glob("*.json")):
         pages.append(json.loads(f.read_text(encoding="utf-8")))

@@ -1,14 +1,20 @@
 """Command line: ``attnflow run PAGE [--profile NAME] [-p key=value ...] [--output DIR]``,
-``attnflow pages`` (list pages and their parameters)."""
+``attnflow pages`` (list pages and their parameters).
+
+Exit status: 0 every claim passed (or is outside its domain, or documented in the errata);
+1 the page raised, a claim failed, a cell timed out or the results could not be saved (the
+executed notebook is kept); 2 bad input (nothing is written); 128 + N on signal N (130 Ctrl-C,
+143 SIGTERM, 129 SIGHUP). Every error is one line on stderr starting with ``attnflow run:``.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from attnflow.runner import PageFailed, RunError, list_pages, parse_assignments, run_page
+from attnflow.runner import Interrupted, PageFailed, RunError, list_pages, parse_assignments, run_page
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="attnflow", description="Run pages of the attnflow book.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="execute one page through papermill with new parameters")
@@ -17,23 +23,45 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (Python literal, e.g. -p lr_ratio=3 -p models=\"['FAFO']\")")
     r.add_argument("--output", default=None, help="folder for the executed notebook and claims (default runs/PAGE)")
-    r.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds")
+    r.add_argument("--timeout", type=int, default=1800, help="per-cell time limit in seconds (default 1800)")
+    r.add_argument("--quiet", action="store_true", help="no progress lines while the page runs")
+    r.add_argument("--force", action="store_true",
+                   help="run even when the page's cost estimate is above the limit (ATTNFLOW_FORCE=1)")
     sub.add_parser("pages", help="list the pages of the book")
-    args = ap.parse_args(argv)
-    try:
-        if args.cmd == "pages":
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "pages":
+        try:
             print("\n".join(list_pages()))
-            return 0
+        except (RunError, OSError) as e:
+            print(f"attnflow pages: error: {e}", file=sys.stderr)
+            return 2
+        return 0
+    return _run(args)
+
+
+def _run(args) -> int:
+    try:
         res = run_page(args.page, profile=args.profile, parameters=parse_assignments(args.param),
-                       output=args.output, timeout=args.timeout)
+                       output=args.output, timeout=args.timeout, quiet=args.quiet, force=args.force)
     except RunError as e:
         print(f"attnflow run: error: {e}", file=sys.stderr)
         return 2
     except PageFailed as e:
         print(f"attnflow run: page failed: {e}", file=sys.stderr)
         return 1
+    except Interrupted as e:
+        print(f"attnflow run: interrupted by {e.name}; the kernel was stopped and no files were left",
+              file=sys.stderr)
+        return e.exit_code
+    except OSError as e:
+        print(f"attnflow run: error: {e}", file=sys.stderr)
+        return 1
     print(res.summary())
-    return 0 if res.failed == 0 else 1
+    return 0
 
 
 if __name__ == "__main__":

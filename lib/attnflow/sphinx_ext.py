@@ -7,6 +7,21 @@ table is never stale. A notebook page of the table of contents that recorded no 
 failed claim, is a Sphinx warning, which fails the strict (``-W``) build.
 
 ``{attnflow-environment}`` renders versions, git commit, device and the seed policy.
+
+What a reader sees in a browser (issue 12):
+
+- **Statement numbers.** sphinx-proof numbers every ``prf`` box in build order, which
+  contradicts the page titles and runs the second paper on from the first. Here every box is
+  unnumbered unless its label has a number in ``attnflow_statement_numbers`` (``_config.yml``),
+  and a ``{prf:ref}`` reads "Theorem 3" (numbered) or "Proposition (The unigram saddle)".
+- **Navigation titles** (sidebar, page contents, previous/next, tab title, search) get math
+  rendered as Unicode text (:func:`tex_to_unicode`): navigation is not typeset by MathJax.
+- **Glued numbers** that a format rounds to "-0.0000" lose the sign.
+- **Scripts added twice.** Sphinx 7.4 emits an inline script registered after the builder
+  started (sphinx-thebe's ``const THEBE_JS_URL``, sphinx-togglebutton's selector) twice, a
+  console SyntaxError on every page; the duplicates are dropped per page.
+- **MathJax** (sphinx-mathjax-offline copies its whole 24 MB distribution): the copy is pruned
+  to the entry script, its fonts and the TeX extensions the pages' math can autoload.
 """
 from __future__ import annotations
 
@@ -71,13 +86,17 @@ def environment_rows() -> list[tuple[str, str]]:
 
 
 def _inline(text: str) -> list[nodes.Node]:
-    """Text with $...$ segments as inline math nodes."""
-    parts = re.split(r"(?<!\\)\$", str(text))
+    """Text with $...$ segments as inline math nodes and `...` segments as inline code."""
     out: list[nodes.Node] = []
-    for i, p in enumerate(parts):
-        if not p:
+    for j, chunk in enumerate(re.split(r"`([^`]*)`", str(text))):
+        if j % 2:
+            out.append(nodes.literal(chunk, chunk))
             continue
-        out.append(nodes.math(p, p) if i % 2 else nodes.Text(p))
+        parts = re.split(r"(?<!\\)\$", chunk)
+        for i, p in enumerate(parts):
+            if not p:
+                continue
+            out.append(nodes.math(p, p) if i % 2 else nodes.Text(p))
     return out
 
 
@@ -124,6 +143,14 @@ def _clear_records(app) -> None:
     d = claims_folder(app)
     if d.exists():
         shutil.rmtree(d)
+
+
+def _set_claims_folder(app) -> None:
+    """Pages write claim records only to an explicit folder (``attnflow.claims.claims_dir``): the
+    build names its own, inherited by the kernels that execute the notebooks."""
+    import os
+
+    os.environ["ATTNFLOW_CLAIMS_DIR"] = str(claims_folder(app))
 
 
 def _notebook_docs(app) -> list[str]:
@@ -176,22 +203,309 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
                 mark = "○ outside domain: " + (r.get("reason") or "")
             else:
                 mark = "✔ pass" if verdict == "pass" else "✘ fail"
-            rows.append([r["id"], r["what"] or r["statement"], r["provenance"], r["source"], _fmt(r["expected"]),
-                         _fmt(r["measured"]), r["tolerance"], mark, link])
+            rows.append([mark, r["id"], r["what"] or r["statement"], _fmt(r["measured"]), _fmt(r["expected"]),
+                         r["tolerance"], link, r["provenance"], r["source"]])
     dis = f", {n_dis} do not reproduce the paper (each linked to its errata entry)" if n_dis else ""
     out = f", {n_out} outside their domain for the parameters of this build" if n_out else ""
     summary = nodes.paragraph(text=f"{n_pass + n_fail + n_dis + n_out} checks on {len(pages)} pages in this build: "
                                    f"{n_pass} passed{dis}{out}, {n_fail} failed.")
-    table = _table(["id", "quantity checked", "claim provenance", "expected from", "expected", "measured",
-                    "tolerance", "verdict", "page"], rows, widths=[5, 22, 10, 10, 10, 10, 15, 7, 11])
+    # Verdict first: on a narrow screen the table scrolls sideways and the verdict stays in view.
+    table = _table(["verdict", "id", "quantity checked", "measured", "expected", "tolerance", "page",
+                    "claim provenance", "expected from"], rows, widths=[9, 4, 22, 10, 10, 15, 10, 10, 10])
+    table["classes"].append("attnflow-ledger")
     for ph in placeholders:
         ph.replace_self([summary, table])
 
 
+# --- math in navigation titles -------------------------------------------------------------
+
+_SYMBOLS = {
+    **{g: c for g, c in zip(
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi psi omega".split(),
+        "αβγδϵζηθικλμνξπρστυϕχψω")},
+    **{g: c for g, c in zip("Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split(), "ΓΔΘΛΞΠΣΥΦΨΩ")},
+    "varepsilon": "ε", "vartheta": "ϑ", "varphi": "φ", "varrho": "ϱ", "varsigma": "ς", "ell": "ℓ",
+    "cdot": "·", "times": "×", "approx": "≈", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "neq": "≠", "ne": "≠",
+    "to": "→", "rightarrow": "→", "leftarrow": "←", "mapsto": "↦", "infty": "∞", "sim": "∼", "propto": "∝",
+    "pm": "±", "partial": "∂", "nabla": "∇", "in": "∈", "sum": "∑", "prod": "∏", "top": "⊤", "ll": "≪",
+    "gg": "≫", "ldots": "…", "dots": "…", "cdots": "⋯", "langle": "⟨", "rangle": "⟩", "|": "‖", "{": "{",
+    "}": "}", "%": "%", "$": "$", "_": "_", "&": "&", "#": "#", "equiv": "≡", "circ": "∘", "star": "⋆",
+    "log": "log", "exp": "exp", "ln": "ln", "max": "max", "min": "min", "arg": "arg", "sin": "sin",
+    "cos": "cos", "tanh": "tanh", "det": "det", "lim": "lim", "sup": "sup", "inf": "inf", "Pr": "Pr",
+    "quad": " ", "qquad": " ", ",": " ", ";": " ", ":": " ", " ": " ", "!": "", "prime": "′",
+    "hat": "", "tilde": "", "bar": "", "vec": "",
+}
+_SPACING = {"left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr", "displaystyle",
+            "textstyle", "limits", "nolimits"}
+_FONTS = {"mathrm", "text", "textrm", "textit", "textbf", "mathbf", "mathit", "mathsf", "mathtt", "mathcal",
+          "operatorname", "boldsymbol", "bm", "mathbb", "emph"}
+_BLACKBOARD = {"R": "ℝ", "N": "ℕ", "Z": "ℤ", "Q": "ℚ", "C": "ℂ", "E": "𝔼", "P": "ℙ"}
+_SUP = dict(zip("0123456789+-=()nia", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵃ"))
+_SUB = dict(zip("0123456789+-=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
+
+
+def tex_to_unicode(tex: str) -> str:
+    r"""Plain-text rendering of simple TeX, for places MathJax does not reach (titles, tabs).
+
+    ``\theta_c^1`` -> ``θ_c¹``, ``\log^2 t`` -> ``log² t``, ``\eta_{QK}/\eta_{OV}`` -> ``η_QK/η_OV``.
+    """
+    text, _ = _tex(tex, 0, closing=None)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _tex(s: str, i: int, closing: str | None) -> tuple[str, int]:
+    out = []
+    while i < len(s):
+        c = s[i]
+        if closing is not None and c == closing:
+            return "".join(out), i + 1
+        if c == "\\":
+            name, i = _command(s, i)
+            if name in ("frac", "dfrac", "tfrac"):
+                a, i = _group(s, i)
+                b, i = _group(s, i)
+                out.append(f"{_paren(a)}/{_paren(b)}")
+            elif name == "sqrt":
+                a, i = _group(s, i)
+                out.append("√" + _paren(a))
+            elif name in _FONTS:
+                a, i = _group(s, i)
+                out.append("".join(_BLACKBOARD.get(ch, ch) for ch in a) if name == "mathbb" else a)
+            elif name in _SPACING:
+                pass
+            else:
+                sym = _SYMBOLS.get(name, name)
+                if sym[-1:].isalpha() and i < len(s) and s[i].isalnum():
+                    sym += " "                     # "\log t" -> "log t", not "logt"
+                out.append(sym)
+        elif c in "^_":
+            arg, i = _group(s, i + 1)
+            table = _SUP if c == "^" else _SUB
+            if arg and all(ch in table for ch in arg):
+                out.append("".join(table[ch] for ch in arg))
+            elif c == "^" and arg == "′":
+                out.append("′")
+            else:
+                out.append(c + (arg if len(arg) <= 1 or arg.isalnum() else f"({arg})"))
+        elif c == "{":
+            inner, i = _tex(s, i + 1, closing="}")
+            out.append(inner)
+        elif c == "~":
+            out.append(" ")
+            i += 1
+        elif c == "}":
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out), i
+
+
+def _command(s: str, i: int) -> tuple[str, int]:
+    m = re.match(r"\\([A-Za-z]+)\s*|\\(.)", s[i:])
+    if m is None:
+        return "", i + 1
+    return (m.group(1) or m.group(2)), i + m.end()
+
+
+def _group(s: str, i: int) -> tuple[str, int]:
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i >= len(s):
+        return "", i
+    if s[i] == "{":
+        return _tex(s, i + 1, closing="}")
+    if s[i] == "\\":
+        name, j = _command(s, i)
+        return _SYMBOLS.get(name, name), j
+    return s[i], i + 1
+
+
+def _paren(a: str) -> str:
+    return a if re.fullmatch(r"[\w.′⁰-⁹₀-₉]+", a) else f"({a})"
+
+
+def _math_to_text(node: nodes.Node) -> None:
+    for m in list(node.findall(nodes.math)):
+        m.replace_self(nodes.Text(tex_to_unicode(m.astext())))
+
+
+def _plain_titles(app, doctree) -> None:
+    """Navigation titles of this document (sidebar, contents, prev/next, tab) without TeX."""
+    env, doc = app.env, app.env.docname
+    for store in (env.titles, env.longtitles, env.tocs):
+        if doc in store:
+            _math_to_text(store[doc])
+
+
+# --- glued numbers ----------------------------------------------------------------------------
+
+def _unsigned_zeros(app, doctree, fromdocname) -> None:
+    from attnflow.display import unsigned_zero_text
+
+    for node in list(doctree.findall(nodes.inline)):
+        if "pasted-text" in node.get("classes", []):
+            text = node.astext()
+            fixed = unsigned_zero_text(text)
+            if fixed != text:
+                node.children = []
+                node += nodes.Text(fixed)
+
+
+# --- scripts emitted twice --------------------------------------------------------------------
+
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Drop the second copy of an inline script (Sphinx 7.4 keeps one with ``filename=None`` and
+    one with ``''`` for scripts added after the builder's init): two ``const`` declarations of
+    the same name are a SyntaxError in every page's console."""
+    scripts = context.get("script_files")
+    if not isinstance(scripts, list):
+        return
+    seen, keep = set(), []
+    for js in scripts:
+        key = (getattr(js, "filename", js) or "", getattr(js, "priority", None),
+               tuple(sorted((getattr(js, "attributes", {}) or {}).items())))
+        if key not in seen:
+            seen.add(key)
+            keep.append(js)
+    scripts[:] = keep
+
+
+# --- statement numbers ------------------------------------------------------------------------
+
+def _proof_domain():
+    from sphinx_proof.domain import ProofDomain
+    from sphinx_proof.proof_type import PROOF_TYPES
+
+    def unnumbered(cls):
+        class Statement(cls):
+            def run(self):
+                self.options["nonumber"] = None
+                result = super().run()
+                node = result[0]
+                label = node["label"]
+                number = str(self.config.attnflow_statement_numbers.get(label, "") or "")
+                if number:
+                    title = next(iter(node.findall(nodes.title)))
+                    title.insert(0, nodes.Text(number))
+                info = self.env.proof_list[label]
+                info["attnflow_number"] = number
+                info["attnflow_title"] = self.arguments[0] if self.arguments else ""
+                return result
+        Statement.__name__ = cls.__name__
+        Statement.__qualname__ = cls.__qualname__
+        return Statement
+
+    class AttnflowProofDomain(ProofDomain):
+        """sphinx-proof's domain; boxes numbered only as ``attnflow_statement_numbers`` says."""
+        directives = {**ProofDomain.directives, **{k: unnumbered(v) for k, v in PROOF_TYPES.items()}}
+
+        def resolve_xref(self, env, fromdocname, builder, typ, target, node, contnode):
+            ref = super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
+            info = getattr(env, "proof_list", {}).get(target)
+            if ref is None or info is None or not ref.children:
+                return ref
+            text = ref.astext()
+            if text != text.rstrip():        # sphinx-proof's default text "Theorem " (no number)
+                kind = text.strip()
+                if info.get("attnflow_number"):
+                    new = f"{kind} {info['attnflow_number']}"
+                elif info.get("attnflow_title"):
+                    new = f"{kind} ({info['attnflow_title']})"
+                else:
+                    new = kind
+                ref.children = []
+                ref += nodes.Text(new)
+            return ref
+
+    return AttnflowProofDomain
+
+
+# --- MathJax: ship what the pages load --------------------------------------------------------
+
+MATHJAX_KEEP = ("output/chtml/fonts/woff-v2",)   # web fonts (CHTML output) are fetched on use
+
+
+def mathjax_needed(entry_js: str, pages_text: str) -> set[str]:
+    """TeX extensions (``[tex]/name``) the pages' math may autoload from the entry bundle.
+
+    ``entry_js``: the MathJax combined component (e.g. tex-chtml.js), which holds the autoload
+    table (macro -> extension) and the dependency table; ``pages_text``: the HTML of the site.
+    A superset is fine (a stray backslash in code only keeps a small file); missing one is not.
+    """
+    m = re.search(r"autoload:\(0,\w+\.expandable\)\((\{.*?\})\)", entry_js)
+    table: dict[str, list] = {}
+    if m:
+        table = json.loads(re.sub(r"([{,])([A-Za-z]\w*):", r'\1"\2":', m.group(1)))
+    deps = {k: re.findall(r'"\[tex\]/(\w+)"', v) for k, v in
+            re.findall(r'"\[tex\]/(\w+)":\[((?:"[^"]*",?)*)\]', entry_js)}
+    macros = set(re.findall(r"\\([A-Za-z]+)", pages_text))
+    envs = set(re.findall(r"\\begin\{(\w+\*?)\}", pages_text))
+    need = set(re.findall(r"\\require\{(\w+)\}", pages_text)) | set(re.findall(r"\[tex\]/(\w+)", pages_text))
+    for ext, spec in table.items():
+        cmds, environments = (spec, []) if spec and isinstance(spec[0], str) else (spec + [[], []])[:2]
+        if macros & set(cmds) or envs & set(environments):
+            need.add(ext)
+    todo = list(need)
+    while todo:
+        for d in deps.get(todo.pop(), []):
+            if d not in need:
+                need.add(d)
+                todo.append(d)
+    return need
+
+
+def prune_mathjax(outdir: Path, entry: str = "tex-chtml.js") -> tuple[int, int]:
+    """Delete every file of ``outdir/_static/mathjax`` the site cannot load; (bytes before, after)."""
+    root = Path(outdir) / "_static" / "mathjax"
+    entry_path = root / entry
+    if not entry_path.is_file():
+        return 0, 0
+    pages = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in Path(outdir).rglob("*.html"))
+    exts = mathjax_needed(entry_path.read_text(encoding="utf-8", errors="replace"), pages)
+    keep = {entry_path.resolve()}
+    keep |= {(root / "input" / "tex" / "extensions" / f"{e}.js").resolve() for e in exts}
+    before = after = 0
+    for f in sorted(root.rglob("*")):
+        if not f.is_file():
+            continue
+        size = f.stat().st_size
+        before += size
+        rel = f.relative_to(root).as_posix()
+        if f.resolve() in keep or any(rel.startswith(k + "/") for k in MATHJAX_KEEP):
+            after += size
+        else:
+            f.unlink()
+    for d in sorted((d for d in root.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)):
+        if not any(d.iterdir()):
+            d.rmdir()
+    return before, after
+
+
+def _prune_mathjax(app, exc) -> None:
+    if exc is not None or app.builder.format != "html":
+        return
+    path = str(app.config.mathjax_path or "")
+    if "://" in path or not path.startswith("mathjax/"):
+        return
+    before, after = prune_mathjax(Path(app.outdir), entry=path[len("mathjax/"):])
+    if before:
+        logger.info(f"attnflow: MathJax copy pruned to the files the pages load: "
+                    f"{before / 1e6:.1f} MB -> {after / 1e6:.1f} MB")
+
+
 def setup(app):
+    app.setup_extension("sphinx_proof")
+    app.add_config_value("attnflow_statement_numbers", {}, "env")
+    app.add_domain(_proof_domain(), override=True)
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("attnflow-environment", Environment)
     app.connect("builder-inited", _clear_records)
+    app.connect("builder-inited", _set_claims_folder)
     app.connect("doctree-resolved", _fill_ledger)
+    app.connect("doctree-resolved", _unsigned_zeros)
+    app.connect("doctree-read", _plain_titles, priority=900)     # after Sphinx's title/toc collectors
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("build-finished", _prune_mathjax, priority=900)  # after sphinx-mathjax-offline's copy
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
