@@ -19,7 +19,7 @@ from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.closed_forms import M_perp
 from attnflow.focus_dilution.runs import FlowRun, population_flow, project_rank_one
 
-__all__ = ["escape_stats", "EscapeStats", "lyapunov_schmidt_limit", "LSLimit", "rank_counts"]
+__all__ = ["escape_stats", "EscapeStats", "unstable_mode_share", "lyapunov_schmidt_limit", "LSLimit", "rank_counts"]
 
 WINDOW = (0.01, 0.1)     # σ₂(W0) range of the linear transverse regime (spec R5)
 
@@ -32,12 +32,44 @@ class EscapeStats:
     t_escape: float      # first t after ``after`` with σ₂(W0) > 0.1 (nan if none)
     loss_end: float
     window_sensitivity: float   # max relative change of the rate when an edge moves by one stored time
+    window_found: bool = True   # σ₂(W0) spent ≥ 3 stored times in the window after ``after``
+    M_perp_drift: float = float("nan")   # max/min − 1 of σ_max(M⊥) over the window (constant-coefficient check)
+    sigma2_floor: float = float("nan")   # σ₂(W0) at ``after``: the untouched O(ε) transverse level
+    mode_share: float = float("nan")     # at the window start: ‖xᵀW0(I − uuᵀ)‖ / σ₂(W0), x = top left singular
+                                         # vector of M⊥ (1: σ₂(W0) is the unstable transverse mode)
 
 
-def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW) -> EscapeStats:
-    """Transverse growth after ``after`` (the time the flow settled at θ_c²), claims B15–B16."""
+def unstable_mode_share(run: FlowRun, index: int) -> float:
+    """Share of σ₂(W0) carried by the unstable transverse mode at stored time ``index``:
+    ‖xᵀ W0 (I − uuᵀ)‖ / σ₂(W0), with x the top left singular vector of M⊥ = AᵀΠ(P − P̂) and u the
+    rank-one direction. Near 1 when the growing mode dominates the untouched O(ε) entries of W0
+    (then the slope of log σ₂(W0) is the mode's rate); well below 1 when σ₂(W0) is still the noise."""
+    q = run.q
+    Mp = M_perp(q["A"][index], q["P_hat"][index], run.chain)                 # (d, d)
+    x = np.linalg.svd(Mp)[0][:, 0]                                          # (d,)
+    W0 = run.result.states()["W0"][index].numpy()                           # (d, m)
+    u = q["u"][index]                                                        # (m,)
+    transverse = x @ W0 - (x @ W0 @ u) * u                                   # (m,)
+    return float(np.linalg.norm(transverse) / q["sigma2"][index])
+
+
+def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW, strict: bool = True) -> EscapeStats:
+    """Transverse growth after ``after`` (the time the flow settled at θ_c²), claims B15–B16.
+
+    ``strict=False``: when σ₂(W0) does not cross the window within the run (no escape within the
+    horizon), return nan statistics with ``window_found=False`` instead of raising ValueError."""
     t, q = run.t, run.q
-    t0, t1 = run.window("sigma2", *window, after=after)
+    floor = float(q["sigma2"][run.at(after)])
+    try:
+        t0, t1 = run.window("sigma2", *window, after=after)
+    except ValueError:
+        if strict:
+            raise
+        nan = float("nan")
+        return EscapeStats(rate=nan, window=(nan, nan), M_perp_mean=nan,
+                           t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
+                           loss_end=float(q["loss"][-1]), window_sensitivity=nan, window_found=False,
+                           sigma2_floor=floor)
     sel = (t >= t0) & (t <= t1)
     rate = run.rate("sigma2", t0, t1)
     i0, i1 = run.at(t0), run.at(t1)
@@ -46,7 +78,9 @@ def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW) -> EscapeSt
     return EscapeStats(rate=rate, window=(t0, t1), M_perp_mean=float(q["M_perp_smax"][sel].mean()),
                        t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
                        loss_end=float(q["loss"][-1]),
-                       window_sensitivity=float(np.max(np.abs(np.asarray(shifted) / rate - 1))))
+                       window_sensitivity=float(np.max(np.abs(np.asarray(shifted) / rate - 1))),
+                       M_perp_drift=float(q["M_perp_smax"][sel].max() / q["M_perp_smax"][sel].min() - 1),
+                       sigma2_floor=floor, mode_share=unstable_mode_share(run, i0))
 
 
 def rank_counts(run: FlowRun, times, threshold: float = 0.1) -> list[int]:

@@ -80,9 +80,22 @@ def is_reference(cfg, model: bool = True, delta: bool = True) -> bool:
     return same
 
 
-def _schema(key: str, **extra: Param) -> Schema:
-    return Schema(f"focus_dilution/{key}", requires=[(_valid_chain, "the chain parameters define a valid chain")],
+def _schema(key: str, *rules, **extra: Param) -> Schema:
+    return Schema(f"focus_dilution/{key}", requires=[(_valid_chain, "the chain parameters define a valid chain"), *rules],
                   **_chain_params(), **_model_params(), **extra)
+
+
+def _fit_window_ordered(cfg) -> bool:
+    return cfg.fit_window[0] < cfg.fit_window[1]
+
+
+def _fit_window_in_horizon(cfg) -> bool:
+    """fit_window[1]/σ0 ≤ the flow's end max(horizon, 2.5 T₁) (the page extends short horizons)."""
+    from attnflow.focus_dilution import closed_forms
+
+    chain = make_chain(cfg)
+    t_end = max(cfg.horizon, 2.5 * closed_forms.escape_time_origin(chain, cfg.init_scale))
+    return cfg.fit_window[1] <= closed_forms.sigma0(chain) * t_end
 
 
 CONDENSATION = _schema(
@@ -91,6 +104,10 @@ CONDENSATION = _schema(
     fit_window=Param(list, 0.0, 50.0, "window of the growth-rate fit, in units of 1/σ0 "
                      "(spec: t ∈ [20, 40] ≈ [1.9, 3.8]/σ0)", item=float, min_len=2, max_len=2),
     euler_dt=Param(float, 1e-3, 0.5, "step of the explicit Euler comparison run (the spec's Δt = 0.05)"),
+)
+CONDENSATION.requires = CONDENSATION.requires + (
+    (_fit_window_ordered, "fit_window[0] < fit_window[1] (the window [t₀, t₁] of the rate fit, in units of 1/σ0)"),
+    (_fit_window_in_horizon, "fit_window[1] ≤ σ0 · max(horizon, 2.5 log(1/ε)/σ0) (the fit window ends within the flow)"),
 )
 
 UNIGRAM_SADDLE = _schema(
@@ -103,6 +120,10 @@ UNIGRAM_SADDLE = _schema(
     random_d=Param(int, 3, 12, "vocabulary size of the random Dirichlet chain of claim B17 (6 in the spec)"),
     random_seed=Param(int, 0, 2**31 - 1, "seed of the random Dirichlet chain of claim B17 (0 in the spec)"),
 )
+UNIGRAM_SADDLE.requires = UNIGRAM_SADDLE.requires + (
+    (lambda cfg: cfg.kappa_window[0] < cfg.kappa_window[1],
+     "kappa_window[0] < kappa_window[1] (the window of the κ rate fit, in units of 1/|g| after condensation)"),
+)
 
 FOCUS = _schema(
     "focus",
@@ -112,15 +133,42 @@ FOCUS = _schema(
     b_h_violating=Param(float, 0.0, 1.0, "b_h of the counter-example chain", lo_open=True, hi_open=True),
 )
 
-DILUTION = _schema(
-    "dilution",
+def _family_delta_ok(cfg, deltas) -> bool:
+    """Every δ in ``deltas`` keeps the hub family valid (0 < b_h(1 + δξ_j) < 1), or the chain is not the family."""
+    if cfg.chain != "hub":
+        return True
+    from attnflow.focus_dilution.chain import asymmetry_direction, max_delta
+
+    return max(deltas) < max_delta(cfg.b_h, asymmetry_direction(cfg.n_low))
+
+
+def _family_delta_rule(name: str, many: bool = False):
+    def rule(cfg) -> bool:
+        value = getattr(cfg, name)
+        return _family_delta_ok(cfg, value if many else [value])
+    return rule
+
+
+DILUTION = Schema(
+    "focus_dilution/dilution",
+    requires=[(_valid_chain, "the chain parameters define a valid chain"),
+              (_family_delta_rule("delta_cycle"), "delta_cycle keeps the hub family valid: 0 < b_h (1 + δ ξ_j) < 1 "
+                                                   "for every rare token j (δ below chain.max_delta(b_h, ξ))")],
+    **_chain_params(), **_model_params(),
     horizon=Param(float, 10.0, 1e6, "end time of the δ = `delta` flow (extended to reach θ_c² if shorter)"),
     delta_cycle=Param(float, 0.0, 1.0, "δ of the run that escapes θ_c² and shows the second cycle", lo_open=True),
     horizon_cycle=Param(float, 100.0, 1e6, "end time of the second-cycle run (10⁴ in the spec)"),
 )
 
-ESCAPE = _schema(
-    "escape",
+ESCAPE = Schema(
+    "focus_dilution/escape",
+    requires=[(_valid_chain, "the chain parameters define a valid chain"),
+              (lambda c: c.chain == "hub", "chain = 'hub': the escape page sweeps the asymmetry δ of the hub family "
+                                           "(spec §5.2); a Dirichlet chain has no δ"),
+              (_family_delta_rule("deltas", many=True), "every δ of deltas keeps the hub family valid: "
+               "0 < b_h (1 + δ ξ_j) < 1 for every rare token j (δ below chain.max_delta(b_h, ξ))"),
+              (_family_delta_rule("deltas_ls", many=True), "every δ of deltas_ls keeps the hub family valid")],
+    **_chain_params(), **_model_params(),
     horizon=Param(float, 100.0, 1e6, "end time of the δ-sweep runs (10⁴ in the spec)"),
     horizon_trapped=Param(float, 100.0, 1e6, "end time of the δ = 0 run that stays trapped (3·10⁴ in the spec)"),
     deltas=Param(list, 0.0, 1.0, "asymmetries δ of the sweep", item=float, lo_open=True, min_len=2, max_len=8),
