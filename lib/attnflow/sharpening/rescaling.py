@@ -19,25 +19,11 @@ import numpy as np
 import torch
 
 from attnflow import flow
-from attnflow.params import Param, ParameterError, Schema
+from attnflow.params import ParameterError
 
 __all__ = ["SCHEMA", "PointerTask", "balanced_factors", "lemma_rate", "psd_sqrt", "compare_flows", "scalar_flows"]
 
-SCHEMA = Schema(
-    "sharpening/lemma1_rescaling",
-    requires=[(lambda c: c.d_h <= c.d, "d_h ≤ d (balanced factors W_Q = U S Vᵀ need d_h orthonormal columns)")],
-    d=Param(int, 2, 32, "embedding dimension d (W_QK is d×d)"),
-    d_h=Param(int, 1, 32, "head dimension d_h of the factors W_Q, W_K (d×d_h), at most d"),
-    n_keys=Param(int, 2, 64, "keys per query T"),
-    n_samples=Param(int, 1, 4096, "queries in the fixed batch that defines the loss"),
-    init_scale=Param(float, 0.0, 10.0, "singular value of the balanced initial factors", lo_open=True),
-    lr_qk=Param(float, 0.0, 100.0, "learning rate η_QK of the QK circuit", lo_open=True),
-    t_max=Param(float, 0.0, 1e4, "gradient-flow horizon", lo_open=True),
-    n_times=Param(int, 2, 5000, "stored times along each trajectory"),
-    imbalances=Param(list, 0.0, 10.0, "imbalances δ = q² − k² of the scalar example", item=float),
-    rtol=Param(float, 1e-13, 1e-3, "relative tolerance of the ODE solver"),
-    seed=Param(int, 0, 2**31 - 1, "seed of the task and of the initial factors"),
-)
+from attnflow.sharpening.schemas import LEMMA1_RESCALING as SCHEMA  # noqa: E402  (the page schema, kept here for old imports)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from attnflow.params import Param, Schema
 
-__all__ = ["SCALAR_REDUCTION", "LINE_THEOREM", "GROWTH_RATES", "SHARPENING_MECHANISM"]
+__all__ = ["LEMMA1_RESCALING", "SCALAR_REDUCTION", "LINE_THEOREM", "GROWTH_RATES", "SHARPENING_MECHANISM"]
 
 PARAMETRIZATION_NAMES = ("CACO", "CAFO", "FACO", "FAFO")
 
@@ -38,6 +38,23 @@ def _horizon_fits(c) -> bool:
 
 _HORIZON_RULE = (_horizon_fits, "the horizon keeps e^a and e^b within float64")
 
+LEMMA1_RESCALING = Schema(
+    "sharpening/lemma1_rescaling",
+    requires=[(lambda c: c.d_h <= c.d, "d_h ≤ d: balanced factors W_Q = U S Vᵀ, W_K = U' S Vᵀ need d_h orthonormal "
+                                      "columns in R^d (raise d or lower d_h)")],
+    d=Param(int, 2, 32, "embedding dimension d (W_QK is d×d)"),
+    d_h=Param(int, 1, 32, "head dimension d_h of the factors W_Q, W_K (d×d_h), at most d"),
+    n_keys=Param(int, 2, 64, "keys per query T"),
+    n_samples=Param(int, 1, 4096, "queries in the fixed batch that defines the loss"),
+    init_scale=Param(float, 0.0, 10.0, "largest singular value of the balanced initial factors", lo_open=True),
+    lr_qk=Param(float, 0.0, 100.0, "learning rate η_QK of the QK circuit", lo_open=True),
+    t_max=Param(float, 0.0, 1e4, "gradient-flow horizon", lo_open=True),
+    n_times=Param(int, 2, 5000, "stored times along each trajectory"),
+    imbalances=Param(list, 0.0, 10.0, "imbalances δ = q² − k² of the scalar example", item=float, max_len=8),
+    rtol=Param(float, 1e-13, 1e-3, "relative tolerance of the ODE solver (absolute: rtol/100)"),
+    seed=Param(int, 0, 2**31 - 1, "seed of the task and of the initial factors"),
+)
+
 SCALAR_REDUCTION = Schema(
     "sharpening/scalar_reduction",
     requires=[(lambda c: c.d_h >= c.n_classes, "d_h ≥ K (balanced factorized OV init)")],
@@ -64,7 +81,9 @@ LINE_THEOREM = Schema(
 
 GROWTH_RATES = Schema(
     "sharpening/growth_rates",
-    requires=[_HORIZON_RULE],
+    requires=[_HORIZON_RULE,
+              (lambda c: c.horizon >= 10 * c.fit_from, "horizon ≥ 10·fit_from: the fit window [fit_from, horizon] "
+                                                        "must span at least one decade (lower fit_from or raise horizon)")],
     n_classes=n_classes, n_compete=n_compete, lr_ratios=lr_ratios, a0=a0, b0=b0, horizon=horizon, rtol=rtol,
     parametrizations=parametrizations,
     fit_from=Param(float, 1.0, 1e300, "start of the fit window [fit_from, horizon] of the growth laws"),
