@@ -92,13 +92,9 @@ def plot_phases(axes, p: EmbeddingPCA, t: np.ndarray, windows: list[tuple[str, f
         ax.set(title=f"{name}\nt ∈ [{t0:.0f}, {t1:.0f}]", xlabel="PC1", ylabel="PC2")
 
 
-def _page_schema():
-    from attnflow.focus_dilution.training import _schema, _sizes
-    from attnflow.params import Param
+def __getattr__(name: str):
+    if name == "PCA_PAGE":              # the page's schema lives with the other training pages' contracts
+        from attnflow.focus_dilution.training_pages import PCA_PAGE
 
-    return _schema("pca_trajectories", **_sizes(),
-                   n_components=Param(int, 2, 8, "principal components kept (≥ 2 for the PC1–PC2 panels)"),
-                   centre=Param(bool, doc="centre the embeddings before PCA (False: keep the origin, see pca.py)"))
-
-
-PCA_PAGE = _page_schema()
+        return PCA_PAGE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

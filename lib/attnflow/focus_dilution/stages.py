@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnflow.plotting import STAGE_COLORS
-
-__all__ = ["Stage", "Stages", "detect", "loss_transitions", "swings", "shade", "legend_handles", "STAGE_NAMES"]
+__all__ = ["Stage", "Stages", "detect", "loss_transitions", "swings", "shade", "legend_handles", "STAGE_NAMES",
+           "MISSING", "CYCLE_ORDER", "has_subsequence", "letters"]
 
 STAGE_NAMES = ("condensation", "plateau", "focus", "dilution", "escape")
+CYCLE_ORDER = ("condensation", "plateau", "focus", "dilution", "escape", "focus", "dilution")
+"""The full cycle of claim B1: one cycle, the escape, and the next cycle's focus and dilution."""
 _PRIORITY = {"plateau": 0, "escape": 1, "focus": 2, "dilution": 3}
 
 
@@ -48,6 +49,22 @@ class Stage:
     end: float
     cycle: int           # 1 for the first focus–dilution cycle, +1 after each escape
     level: float         # median loss over the stage (the plateau level for plateaus)
+
+
+MISSING = Stage("missing", float("nan"), float("nan"), 0, float("nan"))
+"""Stands in for a stage the detector did not find: every time and level is NaN, so a measurement
+taken at it is NaN (and a claim on it fails or is outside its domain, never silently passes)."""
+
+
+def has_subsequence(names, wanted=CYCLE_ORDER) -> bool:
+    """True when ``wanted`` occurs in ``names`` in order (other stages may come in between)."""
+    it = iter(names)
+    return all(any(n == w for n in it) for w in wanted)
+
+
+def letters(names) -> str:
+    """Stage names as initials: ``["condensation", "plateau"]`` → ``"C P"``."""
+    return " ".join(n[0].upper() for n in names)
 
 
 @dataclass
@@ -68,6 +85,18 @@ class Stages:
     def first(self, name: str, cycle: int | None = None) -> Stage | None:
         found = self.find(name, cycle)
         return found[0] if found else None
+
+    def get(self, name: str, cycle: int | None = None, after: float | None = None) -> Stage:
+        """The first stage ``name`` (of ``cycle``; starting after time ``after``), or :data:`MISSING`."""
+        found = [s for s in self.find(name, cycle) if after is None or s.start > after]
+        return found[0] if found else MISSING
+
+    def has_cycle(self, wanted=CYCLE_ORDER) -> bool:
+        """Whether the detected sequence contains ``wanted`` in order (claim B1)."""
+        return has_subsequence(self.names(), wanted)
+
+    def letters(self) -> str:
+        return letters(self.names())
 
     def plateau_levels(self) -> list[float]:
         """Loss levels of the plateaus after condensation, in time order."""
@@ -279,6 +308,8 @@ def legend_handles():
     """Patches for a figure legend of the stage colours."""
     from matplotlib.patches import Patch
 
+    from attnflow.plotting import STAGE_COLORS
+
     return [Patch(facecolor=STAGE_COLORS[n], edgecolor="0.6", label=n) for n in STAGE_NAMES]
 
 
@@ -286,6 +317,8 @@ def shade(ax, st: Stages, *, labels: bool = True, min_label_width: float = 0.03,
     """Shade each detected stage behind the curves of ``ax`` (STAGE_COLORS) and write its initial
     (C, P, F, D, E, with the cycle for F, D) at the top where the span is wide enough to read."""
     import matplotlib.transforms as mtransforms
+
+    from attnflow.plotting import STAGE_COLORS
 
     trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
     x0, x1 = ax.get_xlim()

@@ -1,24 +1,7 @@
 """Finite-sample training of the focus–dilution model (spec focus_dilution.md §4.2, §5.2, Q7).
 
-**Data.** ``MarkovSequences`` is a torch ``Dataset`` of N sequences x_1..x_{s+1} drawn from the
-chain started at π (``chain.sample_sequences``); item n is (context x_1..x_s, target x_{s+1}).
-
-**Which positions enter the loss.** ``positions="last"`` (default): one example per sequence —
-the query is the last context token x_s, it attends over x_1..x_s and predicts x_{s+1}. This is
-the model of §4.2, and the one whose N, s → ∞ limit is the population loss of §4.3: by
-ergodicity the context histogram n/s → π, so the attention weights ∝ n_k e^{S_ik} tend to
-π_k e^{S_ik}, and the empirical mean over N sequences tends to the expectation.
-``positions="all"`` (GPT-style) makes every position t = 1..s a query over its prefix
-x_1..x_t with target x_{t+1}: s times more targets, but short prefixes have histograms far from
-π, so it reaches the same limit only up to boundary effects that vanish like O(log s / s).
-
-**Counts are sufficient.** The model has no positional encoding, so a context enters only through
-its token counts n ∈ ℕ^d: o = Σ_k n_k e^{S_qk} h_k / Σ_k n_k e^{S_qk}. An :class:`Examples` set
-stores rows (query q, counts n (d,), target weights w (d,)), with identical (q, n) rows merged;
-the population loss is the same form with n = π and w = π_q P_q· (d rows, ``population_examples``).
-One code path serves finite samples and the limit; both are tested against
-``model.sequence_loss`` and ``model.PopulationLoss``. Training runs on these rows (full batch)
-instead of on (N, s, m) activations: cost O(rows · d²) instead of O(N s m).
+**Data** (``attnflow.focus_dilution.samples``, re-exported here): ``MarkovSequences`` /
+``MarkovContexts`` of N sampled sequences, and the :class:`Examples` rows they reduce to.
 
 **Training.** R runs of equal (d, m) are stacked on a leading axis and trained together by
 ``attnflow.train.train``: the summed loss has per-run gradients, so GD (θ ← θ − η∇L) and Adam
@@ -35,120 +18,29 @@ import numpy as np
 import torch
 
 from attnflow import device as devices
-from attnflow import seeding, train
-from attnflow.focus_dilution import measure, runs
-from attnflow.focus_dilution.chain import MarkovChain, sample_sequences
+from attnflow import train
+from attnflow.focus_dilution import measure
+from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss, init_params, param_shapes
+from attnflow.focus_dilution.samples import POSITIONS, Examples, MarkovContexts, MarkovSequences, population_examples
 
 __all__ = ["MarkovSequences", "MarkovContexts", "Examples", "population_examples", "stack", "forward", "run_losses",
-           "RunSpec", "TrainRun", "train_runs", "POSITIONS", "OPTIMIZERS", "DTYPES", "start_page", "train_settings",
-           "page_flow", "flow_and_trained"]
+           "RunSpec", "TrainRun", "train_runs", "low_hub_attention", "sharpness", "POSITIONS", "OPTIMIZERS", "DTYPES"]
 
-POSITIONS = ("last", "all")
+# the page set-up and schemas moved to ``training_pages``; these names still resolve from here
+_MOVED = ("start_page", "train_settings", "page_flow", "flow_and_trained", "CYCLE", "FINITE_SAMPLE", "ROBUSTNESS")
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        from attnflow.focus_dilution import training_pages
+
+        return getattr(training_pages, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 OPTIMIZERS = ("gd", "adam")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-class MarkovSequences(torch.utils.data.Dataset):
-    """N sequences of length s + 1 from ``chain`` started at π; tokens (N, s + 1) int64."""
-
-    def __init__(self, chain: MarkovChain, n_samples: int, seq_len: int, seed: int = 0):
-        for name, v, lo in (("n_samples", n_samples, 1), ("seq_len", seq_len, 1)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ValueError(f"{name} = {v!r}; allowed: an integer ≥ {lo}")
-        self.chain, self.n_samples, self.seq_len, self.seed = chain, n_samples, seq_len, seed
-        self.tokens = sample_sequences(chain, n_samples, seq_len, seeding.generator(seed))  # (N, s + 1)
-
-    def __len__(self) -> int:
-        return self.n_samples
-
-    def __getitem__(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.tokens[n, :-1], self.tokens[n, -1]                # context (s,), target ()
-
-    def transition_counts(self) -> np.ndarray:
-        """Counts of every observed transition x_t → x_{t+1}, (d, d)."""
-        d = self.chain.d
-        pairs = self.tokens[:, :-1] * d + self.tokens[:, 1:]          # (N, s)
-        return torch.bincount(pairs.reshape(-1), minlength=d * d).reshape(d, d).numpy()
-
-    def empirical_P(self) -> np.ndarray:
-        """Row-normalised transition counts P̂ (d, d); → P as N·s → ∞."""
-        C = self.transition_counts().astype(float)
-        return C / np.maximum(C.sum(1, keepdims=True), 1.0)
-
-    def examples(self, positions: str = "last") -> "Examples":
-        """Training rows for the chosen loss positions (see the module docstring)."""
-        if positions not in POSITIONS:
-            raise ValueError(f"positions = {positions!r}; allowed: one of {POSITIONS}")
-        d, x = self.chain.d, self.tokens
-        if positions == "last":
-            counts = torch.zeros(len(x), d, dtype=torch.long).scatter_add_(1, x[:, :-1], torch.ones_like(x[:, :-1]))
-            return Examples.from_rows(x[:, -2], counts, x[:, -1], d)                 # counts (N, d)
-        prefix = torch.nn.functional.one_hot(x[:, :-1], d).cumsum(1)   # (N, s, d): counts of x_1..x_t
-        return Examples.from_rows(x[:, :-1].reshape(-1), prefix.reshape(-1, d), x[:, 1:].reshape(-1), d)
-
-
-class MarkovContexts(torch.utils.data.Dataset):
-    """The same data as :class:`MarkovSequences`, kept as sufficient statistics only: item n is
-    (counts of x_1..x_s (d,), query x_s, target x_{s+1}). The chain is walked position by
-    position for all N sequences at once (inverse-CDF steps, numpy float64 uniforms) and only the
-    counts are kept, so memory is O(N d) and long contexts (s ~ 10⁴) are cheap."""
-
-    def __init__(self, chain: MarkovChain, n_samples: int, seq_len: int, seed: int = 0):
-        for name, v in (("n_samples", n_samples), ("seq_len", seq_len)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} = {v!r}; allowed: an integer ≥ 1")
-        self.chain, self.n_samples, self.seq_len, self.seed = chain, n_samples, seq_len, seed
-        d, rng = chain.d, np.random.default_rng(seed)
-        cum = np.cumsum(chain.P, 1).T.copy()                           # (d, d): cum[j, i] = P(next ≤ j | i)
-        x = np.searchsorted(np.cumsum(chain.pi), rng.random(n_samples), side="right").clip(max=d - 1)  # (N,) x_1 ~ π
-        flat, base = np.zeros(n_samples * d, np.int64), np.arange(n_samples) * d
-        for _ in range(seq_len):                                       # x_1 .. x_s enter the counts
-            flat += np.bincount(base + x, minlength=n_samples * d)
-            query, u = x, rng.random(n_samples)
-            x = sum((cum[j][x] <= u).astype(np.int64) for j in range(d - 1))    # (N,) next token
-        self.counts = torch.from_numpy(flat.reshape(n_samples, d))     # (N, d)
-        self.query, self.target = torch.from_numpy(query), torch.from_numpy(x)   # (N,), (N,)
-
-    def __len__(self) -> int:
-        return self.n_samples
-
-    def __getitem__(self, n: int):
-        return self.counts[n], self.query[n], self.target[n]
-
-    def examples(self, positions: str = "last") -> "Examples":
-        if positions != "last":
-            raise ValueError(f"positions = {positions!r}: MarkovContexts keeps only the last position; "
-                             "use MarkovSequences for positions='all'")
-        return Examples.from_rows(self.query, self.counts, self.target, self.chain.d)
-
-
-@dataclass
-class Examples:
-    """Rows of a loss −Σ_rows Σ_j w_j log P̂_j(q, n): query (B,), counts (d, B), weights (d, B)."""
-
-    query: torch.Tensor          # (B,) int64 query token
-    counts: torch.Tensor         # (d, B) float64 context histogram (counts, or π in the limit)
-    weights: torch.Tensor        # (d, B) float64 target weights, summing to 1 over the set
-
-    @classmethod
-    def from_rows(cls, query: torch.Tensor, counts: torch.Tensor, target: torch.Tensor, d: int) -> "Examples":
-        """Merge identical (query, counts) rows; each example gets weight 1/(number of examples)."""
-        key = torch.cat([query[:, None], counts], 1)                  # (B0, 1 + d)
-        uniq, inverse = torch.unique(key, dim=0, return_inverse=True)  # (B, 1 + d), (B0,)
-        w = torch.zeros(len(uniq), d, dtype=torch.float64)
-        w.index_put_((inverse, target), torch.ones(len(target), dtype=torch.float64), accumulate=True)
-        return cls(uniq[:, 0].clone(), uniq[:, 1:].T.to(torch.float64).contiguous(), (w / len(target)).T.contiguous())
-
-    @property
-    def rows(self) -> int:
-        return len(self.query)
-
-
-def population_examples(chain: MarkovChain) -> Examples:
-    """The exact population loss of §4.3 as d rows: query i, counts π, target weights π_i P_i·."""
-    P, pi = chain.tensors()
-    return Examples(torch.arange(chain.d), pi[:, None].expand(-1, chain.d).contiguous(), (pi[:, None] * P).T.contiguous())
 
 
 def stack(sets: list[Examples], dtype=torch.float32, device="cpu") -> dict[str, torch.Tensor]:
@@ -317,107 +209,3 @@ def sharpness(run, times) -> np.ndarray:
         H, _ = hessian(loss, {n: states[n][i].to(torch.float64) for n in PARAM_NAMES})
         out.append(float(np.linalg.eigvalsh(H)[-1]))
     return np.array(out)
-
-
-# --------------------------------------------------------------------------- page setup
-# The training pages (cycle, finite_sample, pca_trajectories) share their parameters (``_schema``
-# below, ``pca.PCA_PAGE``) and hence their setup: the chain, the initial θ, the training settings,
-# and the population flow they are compared with.
-def start_page(cfg) -> MarkovChain:
-    """Seed every generator with ``cfg.seed``, set the book's plot style, print and return the page's
-    chain (:func:`attnflow.focus_dilution.schemas.start_page`, without the reference flag)."""
-    from attnflow.focus_dilution.schemas import start_page as start_theory_page
-
-    return start_theory_page(cfg)[0]
-
-
-def train_settings(cfg, dtype: str = "float32") -> dict:
-    """The keyword arguments of :func:`train_runs` set by a training page's parameters: optimizer,
-    η, steps, record_every and the initialization (ε, m, seed, c) shared with the flow."""
-    return dict(optimizer=cfg.optimizer, lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
-                init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, score_scale=cfg.score_scale,
-                device=cfg.device, dtype=dtype)
-
-
-def page_flow(cfg, chain: MarkovChain) -> runs.FlowRun:
-    """The population gradient flow from the page's θ(0) up to the training horizon t = η·steps, the
-    time GD reaches (BDF, float64; ``runs.population_flow``)."""
-    return runs.population_flow(chain, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                                score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.lr * cfg.steps))
-
-
-def flow_and_trained(cfg, chain: MarkovChain, dtype: str = "float32") -> tuple[runs.FlowRun, TrainRun]:
-    """The population flow and one full-batch run trained on ``cfg.n_samples`` sequences of length
-    ``cfg.seq_len`` sampled from ``chain`` (seed ``cfg.data_seed``), from the same θ(0) (claims B1,
-    B6–B9 on finite samples, spec Q7)."""
-    flow = page_flow(cfg, chain)
-    data = MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=cfg.data_seed)
-    with runs.single_threaded():
-        trained = train_runs([RunSpec(chain, data.examples(), "trained")], **train_settings(cfg, dtype))[0]
-    return flow, trained
-
-
-# ------------------------------------------------------------------------------ page schemas
-def _schema(key: str, **extra):
-    """A page schema: the theory pages' chain and model parameters (``schemas``) plus training ones."""
-    from attnflow.focus_dilution import schemas
-    from attnflow.params import Param, Schema
-
-    train_params = dict(
-        optimizer=Param(str, doc="optimizer: 'gd' (full-batch gradient descent, the Euler scheme of the flow) "
-                                 "or 'adam'", choices=OPTIMIZERS),
-        lr=Param(float, 0.0, 100.0, "η, learning rate (GD: flow time per step)", lo_open=True),
-        steps=Param(int, 1, 10**7, "training steps (GD reaches flow time η·steps)"),
-        record_every=Param(int, 1, 10**5, "record θ and the losses every this many steps"),
-        data_seed=Param(int, 0, 2**31 - 1, "seed of the sampled sequences"),
-        device=Param(str, doc="'auto' (CUDA when present), 'cpu' or 'cuda'", choices=devices.DEVICES),
-    )
-    return Schema(f"focus_dilution/{key}", requires=[
-        (schemas._valid_chain, "the chain parameters define a valid chain"),
-        (lambda c: c.record_every <= c.steps, "record_every ≤ steps"),
-    ], **schemas._chain_params(), **schemas._model_params(), **train_params, **extra)
-
-
-def _sizes(**docs):
-    from attnflow.params import Param
-
-    return dict(
-        n_samples=Param(int, 1, 10**7, docs.get("n_samples", "N, number of training sequences")),
-        seq_len=Param(int, 1, 10**6, docs.get("seq_len", "s, context length (tokens before the target)")),
-    )
-
-
-CYCLE = _schema("cycle", **_sizes())
-
-
-def _sweep_sizes():
-    from attnflow.params import Param
-
-    return dict(
-        n_samples=Param(list, 1, 10**7, "N values of the sweep (each run at the largest s)", item=int, max_len=6),
-        seq_len=Param(list, 1, 10**6, "s values of the sweep (each run at the largest N)", item=int, max_len=6),
-    )
-
-
-FINITE_SAMPLE = _schema("finite_sample", **_sweep_sizes())
-
-
-def _robustness_schema():
-    from attnflow.params import Param
-
-    return _schema(
-        "robustness", **_sizes(n_samples="N of the finite-sample run at δ = 0", seq_len="s of the finite-sample run"),
-        init_scales=Param(list, 0.0, 0.1, "ε values of the init-scale sweep", item=float, lo_open=True, min_len=3,
-                          max_len=6),
-        widths=Param(list, 1, 64, "widths m of the width sweep", item=int, min_len=2, max_len=6),
-        deltas=Param(list, 0.0, 1.0, "asymmetries δ of the δ sweep (include 0)", item=float, min_len=2, max_len=6),
-        a_h_variants=Param(list, 0.0, 1.0, "a_h of the chain variants (paired with b_h_variants)", item=float,
-                           lo_open=True, hi_open=True, max_len=4),
-        b_h_variants=Param(list, 0.0, 1.0, "b_h of the chain variants", item=float, lo_open=True, hi_open=True,
-                           max_len=4),
-        adam_lr=Param(float, 0.0, 1.0, "learning rate of the Adam run", lo_open=True),
-        adam_steps=Param(int, 1, 10**6, "steps of the Adam run"),
-    )
-
-
-ROBUSTNESS = _robustness_schema()

@@ -1,0 +1,316 @@
+"""Report of the cycle page (spec focus_dilution.md §6 time-line; claims B1, B6, B7, B9, B14).
+
+    rep = cycle.measure(cfg)        # cfg: the page's validated parameters (training_pages.CYCLE)
+    rep.glue(); rep.figures(); rep.check_claims()
+
+The population flow and ``n_seeds`` runs of full-batch GD on sampled sequences (data seeds
+``data_seed``, ``data_seed + 1``, …, one batch), all from the same θ(0); the stage detector reads
+every run. Per trained run a :class:`RunMeasures` (NaN where a stage is missing); the claims on
+training are statistics over the seeds (``claims.check_mean``, ``stats.fraction``).
+
+**Domains.** The full cycle (condensation → … → escape → focus → dilution) is the theory's
+prediction for the hub family (spec §5.2) with δ > 0 (the escape needs the asymmetry, R5), m ≥ 2
+(a transverse direction to escape along) and g > 0 (frequency-driven focus, R2). The claims on
+training compare it with the flow from the same θ(0); they are predicted where the flow itself
+completes the cycle within the horizon and GD is a stable discretisation of the flow through its
+escape (η λ_max < 2 at the flow's escape). Claims measured on a stage need that stage detected
+in at least 3 seeds (its occurrence is B1's claim).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attnflow import claims, stats
+from attnflow.focus_dilution import closed_forms, stages, training, training_pages
+from attnflow.focus_dilution.chain import MarkovChain, hub_family
+from attnflow.report import PageReport
+
+__all__ = ["CycleReport", "RunMeasures", "run_measures", "measure", "MAJORITY", "WILKS_FACTOR"]
+
+MAJORITY = 2 / 3        # a stage claim on training holds when at least this share of the seeds shows it
+WILKS_FACTOR = 3.0      # B14: the θ_c² level may differ from the flow's by this many times k/(2N)
+NAN = float("nan")
+
+
+@dataclass
+class RunMeasures:
+    """The stage measurements of one run (claims B6, B7, B9, B14); NaN where a stage is missing."""
+
+    has_cycle: bool          # the detected sequence contains stages.CYCLE_ORDER
+    letters: str             # the detected sequence as initials
+    sign_frac: float         # B6: share of ΔA_ik over focus 1 with the sign of ∂κA_ik
+    hub_before: float        # hub attention at the start / end of focus 1
+    hub_after: float
+    gainer: int              # B6: token gaining most attention θ_c¹ → end of dilution 1 (−1: missing)
+    da_hub: float            # B7: amplitude change of the hub, θ_c¹ → end of dilution 1
+    da_low_max: float        # ... largest amplitude change of a low token
+    peak: float              # B7: peak of the low-query hub attention over focus 1 + dilution 1
+    after: float             # ... its value at the end of dilution 1
+    s2_growth: float         # B9: σ₂(W0) at the horizon / at the end of dilution 1
+    n_cycle2: int            # B9: focus/dilution stages of cycle 2
+    L_c2: float              # B14: population loss at the end of the θ_c² plateau (after dilution 1)
+
+    @property
+    def fall(self) -> float:
+        return self.peak - self.after
+
+
+def _value(run, key_or_array, time: float) -> float:
+    y = run.q[key_or_array] if isinstance(key_or_array, str) else key_or_array
+    return float(y[run.at(time)]) if np.isfinite(time) else NAN
+
+
+def run_measures(run, st: stages.Stages, chain: MarkovChain, score_scale: float = 1.0) -> RunMeasures:
+    """Measure one run (flow or trained) at the stages ``st`` the detector found in it."""
+    focus1, dil1, plat1 = st.get("focus", 1), st.get("dilution", 1), st.get("plateau", 1)
+    plat2 = st.get("plateau", 1, after=focus1.start) if np.isfinite(focus1.start) else stages.MISSING
+    sig = stages.signals(run)
+    q, hub = run.q, chain.hub
+    low = np.arange(chain.d) != hub
+    sign_frac = hub_before = hub_after = NAN
+    if np.isfinite(focus1.start):
+        dA = q["A"][run.at(focus1.end)] - q["A"][run.at(focus1.start)]             # (d, d)
+        pred = closed_forms.dkappa_A(chain, score_scale)
+        big = np.abs(pred) > 0.01 * np.abs(pred).max()
+        sign_frac = float(np.mean(np.sign(dA[big]) == np.sign(pred[big])))
+        hub_before, hub_after = _value(run, sig["hub"], focus1.start), _value(run, sig["hub"], focus1.end)
+    gainer, da_hub, da_low, peak, after, growth, L_c2 = -1, NAN, NAN, NAN, NAN, NAN, NAN
+    if np.isfinite(plat1.end) and np.isfinite(dil1.end):
+        i1, i2 = run.at(plat1.end), run.at(dil1.end)                                 # θ_c¹ → end of dilution 1
+        gainer = int(np.argmax(chain.pi @ (q["A"][i2] - q["A"][i1])))                # (d,) attention gained per key
+        da = q["amp"][i2] - q["amp"][i1]
+        da_hub, da_low = float(da[hub]), float(da[low].max())
+        growth = float(q["sigma2"][-1] / q["sigma2"][i2])
+    if np.isfinite(focus1.start) and np.isfinite(dil1.end):
+        sel = (run.t >= focus1.start) & (run.t <= dil1.end)
+        peak, after = float(sig["low_hub"][sel].max()), _value(run, sig["low_hub"], dil1.end)
+    if np.isfinite(plat2.end):
+        L_c2 = _value(run, "loss", plat2.end)
+    n2 = len([s for s in st.stages if s.cycle == 2 and s.name in ("focus", "dilution")])
+    return RunMeasures(st.has_cycle(), st.letters(), sign_frac, hub_before, hub_after, gainer, da_hub, da_low,
+                       peak, after, growth, n2, L_c2)
+
+
+def _mean(values) -> float:
+    v = np.asarray([x for x in values if np.isfinite(x)], float)
+    return float(v.mean()) if v.size else NAN
+
+
+@dataclass
+class CycleReport(PageReport):
+    """Everything the cycle page shows; scalar fields are glued under their names."""
+
+    lr_used: float
+    horizon: float
+    t_unstable: float        # first of the probed flow times with η λ_max ≥ 2 (nan: none)
+    lam_max_final: float
+    lam_at_escape: float     # η λ_max at the flow's first escape (nan: no escape)
+    flow_s: float
+    train_s: float
+    n_seeds: int
+    hub_token: int
+    noise_delta: float       # (N π_min)^{-1/2}: the asymmetry sampling noise acts like
+    k_eff: int               # rank-one parameters fitted on θ_c² (Wilks)
+    tol_c2: float            # B14: WILKS_FACTOR · k/(2N), k/(2N) the Wilks excess of a fit to N samples
+    L_c2_flow: float
+    L_c2_trained: float      # seed mean
+    cycle_frac: float        # share of seeds whose stages contain the full cycle
+    # seed means of the per-run measures (glue names of the page's prose)
+    b6_sign_frac: float
+    b6_hub_before: float
+    b6_hub_after: float
+    b6_gainer: int           # the token most seeds name (−1: none)
+    b7_da_hub: float
+    b7_da_low_max: float
+    b7_peak: float
+    b7_after: float
+    b7_peak_flow: float
+    b7_after_flow: float
+    b9_s2_growth: float
+    b9_n_cycle2: float
+    chain: MarkovChain = field(repr=False, default=None)
+    flow: object = field(repr=False, default=None)
+    trained: list = field(repr=False, default_factory=list)
+    st_flow: stages.Stages = field(repr=False, default=None)
+    st_trained: list = field(repr=False, default_factory=list)
+    per_seed: list = field(repr=False, default_factory=list)         # RunMeasures per trained run
+    flow_measures: RunMeasures = field(repr=False, default=None)
+    flow_domain: claims.Domain = field(repr=False, default=None)
+    train_domain: claims.Domain = field(repr=False, default=None)
+    refs: dict = field(repr=False, default_factory=dict)              # loss levels drawn on the figure
+    lam: dict = field(repr=False, default_factory=dict)               # flow time -> η λ_max
+    cfg: object = field(repr=False, default=None)
+
+    # ------------------------------------------------------------------ tables and figures
+    def stage_rows(self) -> list[dict]:
+        rows = [dict(run="flow", **r) for r in self.st_flow.table()]
+        return rows + [dict(run=f"trained ({run.label})", **r) for run, st in zip(self.trained, self.st_trained)
+                       for r in st.table()]
+
+    def seed_rows(self) -> list[dict]:
+        return [dict(run=run.label, stages=m.letters, full_cycle=m.has_cycle, sign_frac=m.sign_frac,
+                     gainer=m.gainer, da_hub=m.da_hub, da_low_max=m.da_low_max, fall=m.fall, s2_growth=m.s2_growth,
+                     L_c2=m.L_c2) for run, m in zip(self.trained, self.per_seed)]
+
+    def figures(self) -> list:
+        return [self.loss_figure(), self.zoom_figure()]
+
+    def _columns(self):
+        run0 = self.trained[0]
+        return [(self.flow, self.st_flow, "population flow"),
+                (run0, self.st_trained[0], f"trained ({run0.label}): N = {self.cfg.n_samples}, s = {self.cfg.seq_len}")]
+
+    def loss_figure(self):
+        from attnflow import plotting
+        from attnflow.plotting import PALETTE
+
+        fig, ax = plotting.subplots(1, 2, width=4.6, height=2.9, sharey=True)
+        for a, (run, st, title) in zip(ax[0], self._columns()):
+            t = np.maximum(run.t, 1.0)
+            trained = run is not self.flow
+            a.plot(t, stages.signals(run)["loss"], color="k", label="training loss" if trained else "loss")
+            if trained:
+                a.plot(t, run.q["loss"], color=PALETTE[0], ls="--", lw=1.2, label="population loss of θ")
+            for (name, value), ls in zip(self.refs.items(), [":", "-.", "--", (0, (1, 3))]):
+                a.axhline(value, color="0.45", ls=ls, lw=0.9, label=name)
+            a.set(xscale="log", xlim=(1.0, self.horizon), title=title, xlabel="t (training: η · step)")
+            stages.shade(a, st)
+            a.legend(fontsize=7, loc="lower left")
+        ax[0, 0].set_ylabel("loss")
+        fig.legend(handles=stages.legend_handles(), loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.1), fontsize=8)
+        fig.suptitle("Claim B1: the loss through the stages", y=1.07)
+        return fig
+
+    def zoom_figure(self):
+        from attnflow import plotting
+        from attnflow.plotting import PALETTE
+
+        starts = [st.get("focus", 1).start for st in (self.st_flow, self.st_trained[0])]
+        starts = [x for x in starts if np.isfinite(x)]
+        t_zoom = 0.8 * min(starts) if starts else 0.0
+        fig, ax = plotting.subplots(3, 2, width=4.6, height=2.3, sharex=True)
+        for col, (run, st, title) in enumerate(self._columns()):
+            sig, a = stages.signals(run), ax[:, col]
+            a[0].plot(run.t, sig["hub"], color=PALETTE[1], label="all queries")
+            a[0].plot(run.t, sig["low_hub"], color=PALETTE[2], ls="--", label="low-frequency queries")
+            a[1].plot(run.t, run.q["attn_entropy"], color=PALETTE[4])
+            a[2].semilogy(run.t, run.q["sv_W0"], color=PALETTE[0], lw=1.2)
+            a[0].set(title=title)
+            a[2].set(xlabel="t (training: η · step)", xlim=(t_zoom, self.horizon))
+            for x in a:
+                stages.shade(x, st, labels=x is a[0])
+        ax[0, 0].set_ylabel("attention on hub")
+        ax[1, 0].set_ylabel("attention entropy")
+        ax[2, 0].set_ylabel(r"$\sigma_k(W_0)$")
+        ax[0, 0].legend(fontsize=7, loc="center left")
+        fig.legend(handles=stages.legend_handles(), loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.04), fontsize=8)
+        fig.suptitle("Claim B1: focus, dilution, escape and the next cycle (B6, B7, B9)", y=1.04)
+        return fig
+
+    # ------------------------------------------------------------------ claims
+    def _stage_domain(self, name: str, ok: list[bool]) -> claims.Domain:
+        n = int(sum(ok))
+        return self.train_domain & claims.domain(
+            (f"{name} detected in at least {stats.MIN_SEEDS} seeds", n >= stats.MIN_SEEDS, f"{n} of {len(ok)}"))
+
+    def _fraction(self, claim_id: str, flags, what: str, criterion: str, domain: claims.Domain, source="paper"):
+        fr = stats.fraction(flags)
+        claims.check(claim_id, fr.value, predicate=lambda v: v >= MAJORITY - 1e-12,
+                     tolerance=f"≥ {MAJORITY:.2f} of the seeds ({criterion}); {fr}", what=what, source=source,
+                     domain=domain)
+
+    def check_claims(self) -> None:
+        order = " → ".join(stages.CYCLE_ORDER)
+        claims.check("B1", self.st_flow.names(), predicate=stages.has_subsequence,
+                     tolerance="stage sequence contains " + order, what="population flow: detected stages",
+                     source="paper", domain=self.flow_domain)
+        ms, n = self.per_seed, len(self.per_seed)
+        tag = f"trained (GD, N={self.cfg.n_samples}, s={self.cfg.seq_len}, {n} data seeds)"
+        self._fraction("B1", [m.has_cycle for m in ms], f"{tag}: share of seeds whose stages contain the cycle",
+                       "stage sequence contains " + order, self.train_domain & claims.domain(stats.enough_seeds(n)))
+        focus = [np.isfinite(m.sign_frac) for m in ms]
+        claims.check_mean("B6", [m.sign_frac for m in ms if np.isfinite(m.sign_frac)], target=1.0,
+                          what=f"{tag}, first focus: share of ΔA_ik with the sign of ∂κA_ik", source="reconstruction",
+                          domain=self._stage_domain("first focus", focus))
+        through = [m.gainer >= 0 for m in ms]
+        self._fraction("B6", [m.gainer == self.hub_token for m in ms if m.gainer >= 0],
+                       f"{tag}: share of seeds whose most-gaining token θ_c¹ → end of dilution 1 is the hub",
+                       "the most frequent token gains (frequency-driven focus)",
+                       self._stage_domain("plateau 1 and dilution 1", through))
+        self._fraction("B7", [m.da_hub > 0 > m.da_low_max for m in ms if m.gainer >= 0],
+                       f"{tag}: share of seeds with Δa_hub > 0 > every Δa_low from θ_c¹ to the end of dilution 1",
+                       "mass redistribution", self._stage_domain("plateau 1 and dilution 1", through))
+        falls = [m.fall for m in ms if np.isfinite(m.fall)]
+        claims.check_mean("B7", falls, above=0.01, tolerance="the detector's min_swing: a fall, not a wiggle",
+                          what=f"{tag}: fall of the low-query hub attention from its peak to the end of dilution 1",
+                          source="paper", domain=self._stage_domain("focus 1 and dilution 1", [np.isfinite(x) for x in
+                                                                                                 [m.fall for m in ms]]))
+        L = [m.L_c2 for m in ms if np.isfinite(m.L_c2)]
+        claims.check_mean("B14", L, target=self.L_c2_flow, atol=self.tol_c2,
+                          tolerance=f"atol = {WILKS_FACTOR:g} k/(2N), k = {self.k_eff} rank-one parameters (Wilks)",
+                          what=f"{tag}: population loss at the end of the θ_c² plateau", source="reconstruction",
+                          domain=self._stage_domain("the θ_c² plateau", [np.isfinite(m.L_c2) for m in ms])
+                          & claims.domain(("the flow's θ_c² plateau detected", bool(np.isfinite(self.L_c2_flow)),
+                                           f"L = {self.L_c2_flow:.5f}")))
+        growth = [np.log10(m.s2_growth) for m in ms if np.isfinite(m.s2_growth)]
+        claims.check_mean("B9", growth, above=1.0, tolerance="σ₂(W0) grows ≥ 10× from the end of dilution 1 to the horizon",
+                          what=f"{tag}: log10 growth of σ₂(W0) after the first dilution (a new direction)",
+                          source="paper", domain=self._stage_domain("dilution 1", [np.isfinite(m.s2_growth) for m in ms]))
+        self._fraction("B9", [m.n_cycle2 >= 2 for m in ms], f"{tag}: share of seeds with a focus and a dilution "
+                       "after the escape (cycle 2)", "≥ 2 stages of cycle 2",
+                       self.train_domain & claims.domain(stats.enough_seeds(n)))
+
+
+def _mode(values: list[int]) -> int:
+    values = [v for v in values if v >= 0]
+    return int(max(set(values), key=values.count)) if values else -1
+
+
+def measure(cfg) -> CycleReport:
+    """Run the page: the flow, the seeds' training, the stages and every measurement."""
+    chain = training_pages.start_page(cfg)
+    horizon = cfg.lr * cfg.steps
+    flow = training_pages.page_flow(cfg, chain)
+    st_flow = stages.detect_run(flow)
+    lam_times = np.linspace(0.2 * horizon, horizon, 5)
+    esc = st_flow.get("escape")
+    probe = np.append(lam_times, esc.start) if np.isfinite(esc.start) else lam_times
+    lam_max = training.sharpness(flow, probe)
+    unstable = lam_times[cfg.lr * lam_max[:5] >= 2]
+    lam_esc = float(cfg.lr * lam_max[5]) if np.isfinite(esc.start) else NAN
+    g = closed_forms.g_rate(chain, cfg.score_scale)
+    flow_domain = claims.domain(
+        ("hub-family chain (spec §5.2)", cfg.chain == "hub", cfg.chain),
+        ("δ > 0 (the escape needs an asymmetry, R5)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
+        ("m ≥ 2 (a transverse direction)", cfg.d_model >= 2, f"m = {cfg.d_model}"),
+        ("g > 0 (frequency-driven focus, R2)", g > 0, f"g = {g:.3g}"))
+    train_domain = flow_domain & claims.domain(
+        ("the flow from the same θ(0) completes the cycle within the horizon", st_flow.has_cycle(), st_flow.letters()),
+        ("GD stable through the flow's escape: η λ_max < 2 there", bool(lam_esc < 2), f"η λ_max = {lam_esc:.3g}"))
+    trained = training_pages.trained_runs(cfg, chain, dtype="float32")
+    st_tr = [stages.detect_run(r) for r in trained]
+    per_seed = [run_measures(r, s, chain, cfg.score_scale) for r, s in zip(trained, st_tr)]
+    fm = run_measures(flow, st_flow, chain, cfg.score_scale)
+    flow_plat2 = st_flow.get("plateau", 1, after=st_flow.get("focus", 1).start)
+    L_c2_flow = float(flow_plat2.level) if np.isfinite(flow_plat2.start) else NAN
+    refs = {r"$\log d$": np.log(chain.d), r"$H(\pi)$": chain.unigram_entropy(), "bigram optimum": chain.bigram_loss()}
+    if cfg.chain == "hub":
+        refs[r"$L(\theta_c^2)$, $\delta=0$"] = closed_forms.theta_c2_loss(hub_family(cfg.n_low, cfg.a_h, cfg.b_h,
+                                                                                      cfg.c_cyc, 0.0))
+    k = 2 * chain.d + 1
+    mean = lambda key: _mean([getattr(m, key) for m in per_seed])  # noqa: E731
+    return CycleReport(
+        lr_used=cfg.lr, horizon=horizon, t_unstable=float(unstable[0]) if len(unstable) else NAN,
+        lam_max_final=float(lam_max[4]), lam_at_escape=lam_esc, flow_s=flow.wall_s, train_s=trained[0].wall_s,
+        n_seeds=len(trained), hub_token=chain.hub, noise_delta=float(1 / np.sqrt(cfg.n_samples * chain.pi.min())),
+        k_eff=k, tol_c2=WILKS_FACTOR * k / (2 * cfg.n_samples),
+        L_c2_flow=L_c2_flow, L_c2_trained=mean("L_c2"), cycle_frac=float(np.mean([m.has_cycle for m in per_seed])),
+        b6_sign_frac=mean("sign_frac"), b6_hub_before=mean("hub_before"), b6_hub_after=mean("hub_after"),
+        b6_gainer=_mode([m.gainer for m in per_seed]), b7_da_hub=mean("da_hub"), b7_da_low_max=mean("da_low_max"),
+        b7_peak=mean("peak"), b7_after=mean("after"), b7_peak_flow=fm.peak, b7_after_flow=fm.after,
+        b9_s2_growth=mean("s2_growth"), b9_n_cycle2=float(np.mean([m.n_cycle2 for m in per_seed])),
+        chain=chain, flow=flow, trained=trained, st_flow=st_flow, st_trained=st_tr, per_seed=per_seed,
+        flow_measures=fm, flow_domain=flow_domain, train_domain=train_domain, refs=refs,
+        lam=dict(zip(np.round(lam_times).astype(int).tolist(), np.round(cfg.lr * lam_max[:5], 2).tolist())), cfg=cfg)
