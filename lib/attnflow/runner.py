@@ -333,6 +333,8 @@ class _Watch:
 
     def beat(self) -> str:
         now = time.monotonic()
+        if self.cell is None:
+            return f"attnflow run: starting the kernel, total {now - self.started:.0f} s"
         line = f"attnflow run: {self.describe()} running {now - self.cell_started:.0f} s, total {now - self.started:.0f} s"
         if self.status_path is not None:
             from attnflow.progress import read_status
@@ -389,7 +391,10 @@ def _engine():
             safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
             final_kwargs = merge_kwargs(safe_kwargs, timeout=execution_timeout if execution_timeout else kwargs.get("timeout"),
                                         startup_timeout=start_timeout, kernel_name=kernel_name, log=_quiet_logger(),
-                                        log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file)
+                                        log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
+                                        shutdown_kernel="immediate",   # a signal kills it mid-cell, quietly
+                                        extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no TCP warning
+            _quiet_dead_tasks()
             client = PapermillNotebookClient(nb_man, **final_kwargs)
             if watch is not None:
                 watch.client = client
@@ -410,11 +415,28 @@ def _as_papermill_loads(nb) -> None:
         c.metadata.setdefault("papermill", {})
 
 
+def _quiet_dead_tasks() -> None:
+    """After a signal, the cell nbclient was waiting for ends with DeadKernelError inside a task
+    nobody awaits any more; asyncio would print it as 'Task exception was never retrieved'."""
+    import asyncio
+
+    from jupyter_core.utils import ensure_event_loop
+    from nbclient.exceptions import DeadKernelError
+
+    loop = ensure_event_loop()
+
+    def handler(loop, context):
+        if not isinstance(context.get("exception"), (DeadKernelError, asyncio.CancelledError)):
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
 def _quiet_logger():
     import logging
 
     log = logging.getLogger("attnflow.runner.papermill")
-    log.setLevel(logging.ERROR)      # papermill's INFO chatter; errors are reported by the runner
+    log.setLevel(logging.CRITICAL + 1)   # papermill/nbclient logs; the runner reports every error itself
     return log
 
 
