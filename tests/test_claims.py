@@ -121,3 +121,48 @@ def test_fraction_wilson_interval():
     fr = stats.fraction([True] * 10)
     assert fr.k == 10 and abs(fr.hi - 1.0) < 1e-12 and abs(fr.lo - 0.7225) < 1e-4     # Wilson 95%: 0.7225
     assert stats.enough_seeds(2)[1] is False and stats.enough_seeds(3)[1] is True
+
+
+def test_without_a_claims_folder_records_stay_in_memory(tmp_path, monkeypatch):
+    book = tmp_path / "teachers_book"        # a Jupyter Book of someone else, the page run inside it
+    (book / "lesson").mkdir(parents=True)
+    (book / "_config.yml").write_text("title: t\n")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: lesson/page\n")
+    monkeypatch.delenv("ATTNFLOW_CLAIMS_DIR", raising=False)
+    monkeypatch.chdir(book / "lesson")
+    assert claims.claims_dir() is None
+    claims.begin_page("test/memory", {})
+    assert claims.check("A3", 1.0, 1.0, atol=0.1, what="kept in memory")
+    assert [r["what"] for r in claims.records()] == ["kept in memory"]
+    assert sorted(p.name for p in book.rglob("*")) == ["_config.yml", "_toc.yml", "lesson"]
+
+
+def test_an_unwritable_claims_folder_is_said_once_and_checks_go_on(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(blocker / "claims"))
+    claims.begin_page("test/unwritable", {})
+    assert claims.check("A3", 1.0, 1.0, atol=0.1, what="one")
+    assert claims.check("A3", 1.0, 1.0, atol=0.1, what="two")
+    err = capsys.readouterr().err
+    assert err.count("cannot write the claims record") == 1 and len(claims.records()) == 2
+
+
+def test_a_teacher_registers_a_claim_id_in_the_page(page, capsys):
+    claims.register("T1", statement="The loss at the end is below 0.1.", provenance="reconstruction")
+    claims.register("T1", statement="The loss at the end is below 0.1.", provenance="reconstruction")  # cell re-run
+    assert claims.check("T1", 0.05, predicate=lambda x: x < 0.1, tolerance="below 0.1", what="final loss")
+    rec = json.loads((page / "test__ledger.json").read_text())["claims"][-1]
+    assert rec["id"] == "T1" and rec["statement"].startswith("The loss") and rec["provenance"] == "reconstruction"
+    with pytest.raises(ValueError, match="packaged"):
+        claims.register("A3", statement="mine")
+    with pytest.raises(ValueError, match="provenance"):
+        claims.register("T2", statement="x", provenance="folklore")
+    with pytest.raises(ValueError, match="statement"):
+        claims.register("T3", statement=" ")
+
+
+def test_a_predicate_check_prints_its_criterion(page, capsys):
+    claims.check("A12", ["FACO", "CACO"], predicate=lambda x: x[0] == "FACO", tolerance="FACO first", what="order")
+    out = capsys.readouterr().out
+    assert "criterion: FACO first" in out and "expected None" not in out

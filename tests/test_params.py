@@ -1,8 +1,8 @@
 """The parameter contract: unknown names, wrong types, out-of-range values give clear errors."""
 import pytest
 
-from attnflow import claims
-from attnflow.params import Param, ParameterError, Schema, validate
+from attnflow import claims, params
+from attnflow.params import DEFAULT_MAX_LEN, Param, ParameterError, Schema, validate
 
 SCHEMA = Schema(
     "test/page",
@@ -70,7 +70,107 @@ def test_cross_parameter_rule():
         validate(dict(GOOD, d=2, d_h=3), SCHEMA)
 
 
-def test_validate_starts_the_page_ledger(tmp_path):
+def test_validate_starts_the_page_ledger_and_writes_nothing(tmp_path):
     validate(dict(GOOD), SCHEMA)
-    assert (tmp_path / "test__page.json").exists()
-    assert claims.records() == []
+    assert list(tmp_path.iterdir()) == []          # validation never writes a file
+    assert claims.records() == [] and claims._state["page"] == "test/page"
+
+
+def test_every_list_has_a_length_cap_and_long_values_are_not_echoed():
+    with pytest.raises(ParameterError, match=f"list has {DEFAULT_MAX_LEN + 1} items") as e:
+        validate(dict(GOOD, ratios=[1.0] * (DEFAULT_MAX_LEN + 1)), SCHEMA)
+    assert f"a list of 1..{DEFAULT_MAX_LEN} items" in str(e.value)
+    with pytest.raises(ParameterError) as e:
+        validate(dict(GOOD, ratios=[1.0] * 20000), SCHEMA)
+    assert len(str(e.value)) < 2000
+
+
+def test_list_errors_name_the_item_and_a_scalar_for_a_list_says_so():
+    with pytest.raises(ParameterError, match=r"item 1 \(-2.0\) below the allowed range"):
+        validate(dict(GOOD, ratios=[1.0, -2.0]), SCHEMA)
+    opt = Schema("t/o", optimizers=Param(list, choices=("adamw", "sgd"), item=str, doc="optimizers"))
+    with pytest.raises(ParameterError) as e:
+        validate({"optimizers": "adamw"}, opt)
+    assert "expected a list (e.g. -p optimizers=['adamw'])" in str(e.value)
+    assert "a list of 1..32 items, each one of 'adamw', 'sgd'" in str(e.value)
+    with pytest.raises(ParameterError, match="item 1 \\('adam'\\) not one of the allowed choices"):
+        validate({"optimizers": ["sgd", "adam"]}, opt)
+
+
+def test_a_rule_that_cannot_be_evaluated_is_a_parameter_error():
+    s = Schema("t/r", requires=[(lambda c: c.xs[3] > 0, "xs[3] > 0")], xs=Param(list, item=float))
+    with pytest.raises(ParameterError, match="could not be evaluated: IndexError"):
+        validate({"xs": [1.0]}, s)
+
+
+COSTLY = Schema("t/cost", n=Param(int, 1, None, "size"), cost=(lambda c: 0.5 * c.n, "n half-seconds"))
+
+
+def test_cost_warns_refuses_and_can_be_forced(monkeypatch, capsys):
+    monkeypatch.delenv("ATTNFLOW_FORCE", raising=False)
+    monkeypatch.delenv("ATTNFLOW_MAX_SECONDS", raising=False)
+    assert COSTLY.estimate(validate({"n": 10}, COSTLY)) == 5.0
+    assert capsys.readouterr().err == ""
+    validate({"n": 2 * int(params.COST_WARN_S) + 2}, COSTLY)
+    assert "estimated to run about" in capsys.readouterr().err
+    with pytest.raises(ParameterError, match="would run about 5.0 h on 2 CPUs \\(n half-seconds\\)"):
+        validate({"n": 36000}, COSTLY)
+    monkeypatch.setenv("ATTNFLOW_MAX_SECONDS", "2")
+    with pytest.raises(ParameterError, match="above the limit of 2 s"):
+        validate({"n": 10}, COSTLY)
+    monkeypatch.setenv("ATTNFLOW_FORCE", "1")
+    validate({"n": 10}, COSTLY)
+
+
+def test_schema_checks_its_own_declaration():
+    with pytest.raises(ValueError, match="cannot start with '_'"):
+        Schema("t/x", _a=Param(int))
+    with pytest.raises(TypeError, match="cost="):
+        Schema("t/x", a=Param(int), cost=lambda c: 1)
+
+
+def test_a_teacher_extends_a_schema_in_the_page():
+    ext = SCHEMA.extend(noise=Param(float, 0, 1, "label noise"), requires=[(lambda c: c.noise < 0.5, "noise < 0.5")])
+    cfg = validate(dict(GOOD, noise=0.1), ext)
+    assert cfg.noise == 0.1 and cfg.page == "test/page" and "noise" not in SCHEMA.params
+    with pytest.raises(ParameterError, match="noise < 0.5"):
+        validate(dict(GOOD, noise=0.7), ext)
+    with pytest.raises(ParameterError, match="d_h ≤ d"):        # the page's rules still hold
+        validate(dict(GOOD, d=2, d_h=3, noise=0.1), ext)
+    with pytest.raises(ValueError, match="already declares d"):
+        SCHEMA.extend(d=Param(int))
+
+
+def test_literal_names():
+    assert params.literal_names("a = 1  # one\n\nb = [1, -2.5]  # x = y 'q'\nc: int = 3\n") == ["a", "b", "c"]
+    assert params.literal_names("a = 1\nimport os\n") is None
+    assert params.literal_names("a = f(1)\n") is None
+    assert params.literal_names("a = (\n") is None
+
+
+def _kernel_ns(history, **values):
+    """A namespace as IPython's globals look: In (the cells run, the current one last), get_ipython."""
+    return dict(values, In=[""] + history, Out={}, get_ipython=lambda: None)
+
+
+PARAM_CELL = "d = 4\nd_h = 2\nlr_ratio = 3\nmodel = 'FAFO'\nratios = [1, 2.5]\nbatched = True\n"
+VALIDATE_CELL = "cfg = params.validate(globals(), SCHEMA)"
+
+
+def test_in_a_live_kernel_only_the_parameters_cell_counts():
+    # a full run left page variables behind (literals among them); then cells 1-2 are re-run
+    rest = ["import numpy as np", "MODEL_COLORS = {'a': 1}", "alpha = 0.5", "claims.finish()"]
+    ns = _kernel_ns([PARAM_CELL, VALIDATE_CELL, *rest, PARAM_CELL.replace("d = 4", "d = 5"), VALIDATE_CELL],
+                    MODEL_COLORS={"a": 1}, alpha=0.5, drift=[0.1], **dict(GOOD, d=5))
+    assert validate(ns, SCHEMA).d == 5
+    # papermill's injected cell follows the parameters cell: both count
+    injected = "# Parameters\nd = 6\n"
+    ns = _kernel_ns([PARAM_CELL, injected, VALIDATE_CELL], **dict(GOOD, d=6))
+    assert validate(ns, SCHEMA).d == 6
+    # a typo in the parameters cell is still an unknown parameter
+    ns = _kernel_ns([PARAM_CELL + "lr_ratoi = 2\n", VALIDATE_CELL], lr_ratoi=2, **GOOD)
+    with pytest.raises(ParameterError, match="unknown parameter.*'lr_ratoi'"):
+        validate(ns, SCHEMA)
+    # only the validation cell re-run after other cells: the declared names are used
+    ns = _kernel_ns([PARAM_CELL, VALIDATE_CELL, "alpha = 0.5", "x = np.ones(3)", VALIDATE_CELL], alpha=0.5, **GOOD)
+    assert validate(ns, SCHEMA).model == "FAFO"

@@ -1,4 +1,5 @@
-"""The page runner: bad input exits 2 and writes nothing; a good run writes notebook + claims."""
+"""The page runner: bad input exits 2 and writes nothing; a run writes notebook + claims (also when it fails).
+Faults, signals and progress: tests/test_runner_faults.py."""
 import json
 
 import nbformat
@@ -22,11 +23,21 @@ def test_pages_come_from_the_toc():
     (["run", PAGE, "-p", "lr_kq=1"], "unknown parameter(s) 'lr_kq'"),
     (["run", PAGE, "-p", "d=2", "-p", "d_h=3"], "d_h ≤ d"),
     (["run", PAGE, "-p", "novalue"], "key=value"),
+    (["run", PAGE, "-p", "_foo=1"], "names starting with '_' are not parameters"),
+    (["run", PAGE, "-p", "params=1"], "unknown parameter(s) 'params'"),
+    (["run", PAGE, "-p", "claims=2"], "unknown parameter(s) 'claims'"),
+    (["run", PAGE, "-p", "SCHEMA=3"], "unknown parameter(s) 'SCHEMA'"),
+    (["run", PAGE, "-p", "imbalances=0.5"], "expected a list (e.g. -p imbalances=[0.5])"),
+    (["run", PAGE, "-p", "imbalances=[0.0, 1.0, -2.0]"], "item 2 (-2.0) below the allowed range"),
+    (["run", PAGE, "-p", f"imbalances={[0.1] * 20000}"], "list has 20000 items"),
+    (["run", PAGE, "--timeout", "0"], "--timeout must be a positive"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, needle):
     out = tmp_path / "out"
     assert cli.main(args + ["--output", str(out)]) == 2
-    assert needle in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert needle in err and err.startswith("attnflow run: error:")
+    assert len(err) < 3000                  # a 20,000-item list is not echoed whole
     assert not out.exists()
 
 
@@ -74,13 +85,14 @@ def tiny_book(tmp_path):
 
 
 @pytest.mark.notebook
-def test_a_failing_claim_fails_the_run_and_writes_nothing(tiny_book, tmp_path):
+def test_a_failing_claim_fails_the_run_and_keeps_its_notebook(tiny_book, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(runner.PageFailed) as e:
         runner.run_page("demo/failing", output=out, root=tiny_book)
     msg = str(e.value)
-    assert "ClaimFailed" in msg and "deliberately wrong value" in msg
-    assert not out.exists()
+    assert "ClaimFailed" in msg and "deliberately wrong value" in msg and str(out / "failing.ipynb") in msg
+    assert sorted(p.name for p in out.iterdir()) == ["failing.claims.json", "failing.ipynb"]
+    assert e.value.result.failed == 1 and e.value.result.passed == 1
 
 
 def test_tiny_book_bad_parameter_is_rejected_before_running(tiny_book, tmp_path):

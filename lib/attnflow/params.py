@@ -183,7 +183,8 @@ class Schema:
         bad = [n for n in params if n.startswith("_")]
         if bad:
             raise ValueError(f"schema {key!r}: parameter names cannot start with '_' ({', '.join(bad)})")
-        if cost is not None and (len(cost) != 2 or not callable(cost[0]) or not isinstance(cost[1], str)):
+        if cost is not None and (not isinstance(cost, tuple) or len(cost) != 2 or not callable(cost[0])
+                                 or not isinstance(cost[1], str)):
             raise TypeError(f"schema {key!r}: cost= is (estimate(cfg) -> seconds, 'what it counts'); received {cost!r}")
         self.key = key
         self.params: dict[str, Param] = dict(params)
