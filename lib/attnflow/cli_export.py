@@ -1,0 +1,131 @@
+"""``attnflow export PAGE``: a page as a notebook that opens anywhere, and its exercise versions.
+
+    attnflow export sharpening/lemma1_rescaling                  # run (book defaults), export
+    attnflow export sharpening/lemma1_rescaling --profile smoke --student --solution --output nb/
+    attnflow export sharpening/lemma1_rescaling --from _build/jupyter_execute/book/sharpening/lemma1_rescaling.ipynb
+
+Without ``--from`` the page is executed first through the runner (``--profile``/``-p`` as for
+``attnflow run``). Writes ``PAGE.ipynb`` (the portable executed notebook, :mod:`attnflow.export`)
+and, for a page with exercises, ``PAGE.student.ipynb`` / ``PAGE.solution.ipynb`` on request.
+
+This module is also the console entry point (``pyproject.toml``): ``export`` is handled here and
+every other command goes to :func:`attnflow.cli.main`, after :func:`prepare_installed` made an
+installed package (no checkout) find its packaged book and data.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["main", "export_main", "export_page", "prepare_installed"]
+
+
+def prepare_installed() -> Path | None:
+    """Outside a checkout: stand-in data and cache from :func:`attnflow.resources.activate`, and
+    the runner's book root falling back to the packaged book. Returns the packaged root in use.
+
+    (Workaround until ``runner.book_root()`` itself falls back to ``resources.book_root()``.)"""
+    from attnflow import resources, runner
+
+    if resources.checkout_root() is not None:
+        return None
+    resources.activate()
+    try:
+        runner.book_root()
+        return None
+    except Exception:
+        pass
+    root = resources.packaged_root()
+    if root is None:
+        return None
+    runner.book_root = resources.book_root          # type: ignore[assignment]
+    return root
+
+
+def export_page(page: str, output: str | Path = ".", *, source: str | Path | None = None, profile: str | None = None,
+                parameters: dict | None = None, student: bool = False, solution: bool = False,
+                base_url: str | None = None, install_spec: str | None = None) -> list[Path]:
+    """Export one page (see the module docstring); returns the files written."""
+    import nbformat
+
+    from attnflow import exercises, export, runner
+
+    root = runner.book_root()
+    key, path = runner.resolve_page(page, root)
+    out_dir = Path(output)
+    stem = path.stem
+    with tempfile.TemporaryDirectory(prefix="attnflow-export-") as tmp:
+        if source is None:
+            res = runner.run_page(key, profile=profile, parameters=parameters or {}, output=tmp, root=root)
+            source = res.notebook
+        portable = export.export_file(source, out_dir / f"{stem}.ipynb", root=root, doc=f"book/{key}",
+                                      base_url=base_url, install_spec=install_spec)
+    written = [portable]
+    nb = nbformat.read(portable, as_version=4)
+    for p in export.exported_problems(nb):
+        print(f"attnflow export: warning: {p}", file=sys.stderr)
+    if (student or solution) and not exercises.has_exercises(nb):
+        print(f"attnflow export: {key} has no exercise cells; no student/solution versions", file=sys.stderr)
+    elif student or solution:
+        if solution:
+            written.append(out_dir / f"{stem}.solution.ipynb")
+            nbformat.write(exercises.solution_notebook(nb, key), written[-1])
+        if student:
+            written.append(out_dir / f"{stem}.student.ipynb")
+            nbformat.write(exercises.student_notebook(nb, key), written[-1])
+    return written
+
+
+def export_main(argv: list[str]) -> int:
+    from attnflow.runner import PageFailed, RunError, parse_assignments
+
+    ap = argparse.ArgumentParser(prog="attnflow export", description="Export a page as a portable notebook "
+                                 "(numbers written into the prose, no MyST), optionally its exercise versions.")
+    ap.add_argument("page", help="page key, e.g. sharpening/lemma1_rescaling")
+    ap.add_argument("--from", dest="source", default=None,
+                    help="an executed notebook of the page (skip running it), e.g. from _build/jupyter_execute")
+    ap.add_argument("--profile", default=None, help="book (page defaults), smoke or paper")
+    ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--student", action="store_true", help="also write PAGE.student.ipynb (solutions stubbed)")
+    ap.add_argument("--solution", action="store_true", help="also write PAGE.solution.ipynb (nbgrader metadata)")
+    ap.add_argument("--output", default=".", help="folder for the notebooks (default: current folder)")
+    ap.add_argument("--base-url", default=None, help="URL of the published book, for cross-reference links")
+    ap.add_argument("--install-spec", default=None,
+                    help="what the set-up cell pip-installs outside a checkout (default attnflow==VERSION)")
+    args = ap.parse_args(argv)
+    try:
+        files = export_page(args.page, args.output, source=args.source, profile=args.profile,
+                            parameters=parse_assignments(args.param), student=args.student, solution=args.solution,
+                            base_url=args.base_url, install_spec=args.install_spec)
+    except RunError as e:
+        print(f"attnflow export: error: {e}", file=sys.stderr)
+        return 2
+    except PageFailed as e:
+        print(f"attnflow export: page failed: {e}", file=sys.stderr)
+        return 1
+    for f in files:
+        print(f)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "export":
+        prepare_installed()
+        return export_main(argv[1:])
+    packaged = prepare_installed()
+    if packaged is not None and argv and argv[0] == "run" and "--output" not in argv \
+            and not any(a.startswith("--output=") for a in argv):
+        page = next((a for a in argv[1:] if not a.startswith("-")), "page")
+        argv += ["--output", str(Path("runs") / page.replace("/", "__"))]   # not into site-packages
+    from attnflow import cli
+
+    if argv in (["-h"], ["--help"]):
+        print("attnflow export PAGE [--student] [--solution] [--from NB] [--output DIR]   portable notebooks")
+    return cli.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""attnflow.export: executed notebook → a notebook that renders in plain Jupyter (issue 12 item 2).
+
+Fast tests convert MyST snippets and every book page (with stand-in glue values); the
+``notebook`` tests execute two pages, export them, and run the exports with plain papermill in
+an empty folder.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attnflow import export
+
+ROOT = Path(__file__).resolve().parents[1]
+BIB = export.Bibliography.from_file(ROOT / "book" / "references.bib")
+INDEX = export.BookIndex.scan(ROOT)
+
+
+def convert(text: str, glue: dict | None = None, doc: str = "book/sharpening/lemma1_rescaling", **kw) -> str:
+    return export.convert_markdown(text, glue or {}, bib=BIB, index=INDEX, doc=doc, **kw)
+
+
+def test_bibliography_author_year():
+    bib = export.Bibliography.parse("""
+@article{one, author = {Smith, Jane}, title = {A {B} c}, year = {2020}, journal = {J}}
+@inproceedings{two, author = {Smith, Jane and Doe, J.}, title = "T", year = 2021}
+@misc{three, author = {Kaiser, {\\L}ukasz and Roe, R. and Poe, P.}, title = {U}, year = {2019}}
+""")
+    assert bib.cite_p(["one"]) == "(Smith, 2020)"
+    assert bib.cite_p(["two", "three"]) == "(Smith and Doe, 2021; Kaiser et al., 2019)"
+    assert bib.cite_t(["three"]) == "Kaiser et al. (2019)"
+    assert "*A B c*" in bib.full("one")
+    assert "Łukasz" in bib.full("three")
+    assert bib.cite_p(["nope"]) == "(nope?)"
+
+
+def test_glue_roles_are_formatted_like_myst_nb():
+    glue = {"x": {"text/plain": "0.123456"}, "n": {"text/plain": "7"}, "s": {"text/plain": "'CACO'"},
+            "eq": {"text/latex": "$$a+b$$", "text/plain": "<Math>"}, "neg": {"text/plain": "-3.0"}}
+    out = convert("x={glue:text}`x:.2f`, n={glue:text}`n:d`, s={glue:text}`s`, "
+                  "e={glue:math}`eq`, any={glue}`eq`, p={glue:text}`x:.0%`, g={glue:text}`neg:.1e`", glue)
+    assert out == "x=0.12, n=7, s=CACO, e=$a+b$, any=$a+b$, p=12%, g=-3.0e+00"
+
+
+def test_missing_glue_value_is_a_problem_not_a_crash():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("v = {glue:text}`absent:.3f`")])
+    out = export.export_notebook(nb, install=False)
+    assert "absent: not computed" in out.cells[0].source
+    assert export.exported_problems(out) == ["glue key 'absent' has no value in this notebook"]
+    with pytest.raises(export.ExportError, match="absent"):
+        export.export_notebook(nb, install=False, strict=True)
+
+
+def test_prf_box_and_admonitions_become_blockquotes():
+    text = "\n".join([
+        "Intro.", "",
+        "```{prf:theorem} Line theorem {cite:p}`vashisht26a`",
+        ":label: thm-x",
+        ":nonumber:",
+        "",
+        "Let $a$ hold, see {prf:ref}`lemma-rescaling`.",
+        "```", "",
+        ":::{note}", "A colon note.", ":::", "",
+        "````{admonition} Outer", ":class: warning", "Text", "```{math}", "a=b", "```", "````", "",
+        "```python", "x = {glue:text}`not_a_role_in_code`", "```",
+    ])
+    out = convert(text)
+    assert '<a id="thm-x"></a>' in out
+    assert "> **Theorem (Line theorem (Vashisht and Ramaswamy, 2026)).**" in out
+    assert "> Let $a$ hold, see Lemma (Factorization is a state-dependent learning-rate rescaling)." in out
+    assert "> **Note**" in out and "> A colon note." in out
+    assert "> **Outer**" in out and "> $$" in out and "> a=b" in out
+    assert "x = {glue:text}`not_a_role_in_code`" in out          # code blocks stay verbatim
+    assert export.myst_leftovers(out.replace("{glue:text}`not_a_role_in_code`", "")) == []
+
+
+def test_cross_references_and_links():
+    out = convert("See {doc}`the intro <index>`, {doc}`../intro`, {ref}`errata <errata-sharpening-real-data>`, "
+                  "[the errata](../errata.md), [web](https://example.org), {math}`x^2`, {term}`word`.\n"
+                  "(my-target)=\n% a comment")
+    assert out.startswith("See the intro, ")
+    assert "[the errata](../errata.md)" not in out and "the errata" in out
+    assert "[web](https://example.org)" in out and "$x^2$" in out and "word" in out
+    assert '<a id="my-target"></a>' in out and "a comment" not in out
+    linked = convert("{doc}`focus`", doc="book/focus_dilution/dilution", base_url="https://book.example/")
+    assert re.fullmatch(r"\[.+\]\(https://book\.example/book/focus_dilution/focus\.html\)", linked)
+
+
+def test_leftovers_detector():
+    assert export.myst_leftovers("plain $x$ text") == []
+    for bad in ("{glue:text}`a`", "```{prf:lemma}\nx\n```", "(lab)=", ":label: x"):
+        assert export.myst_leftovers(bad), bad
+
+
+def _fake_executed(nb):
+    """A page notebook with a glue output for every name its prose cites (values 1.0)."""
+    keys = set()
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            keys |= {m.split(":")[0] for m in re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", c.source)}
+    out = nbformat.v4.new_output("display_data", data={export.GLUE_PREFIX + "text/plain": "1.0"})
+    cell = nbformat.v4.new_code_cell("", outputs=[])
+    for k in sorted(keys):
+        o = nbformat.from_dict(json.loads(json.dumps(out)))
+        o.metadata = {"scrapbook": {"name": k, "mime_prefix": export.GLUE_PREFIX}}
+        cell.outputs.append(o)
+    nb.cells.append(cell)
+    return nb
+
+
+@pytest.mark.parametrize("page", sorted(str(p.relative_to(ROOT / "book").with_suffix(""))
+                                        for p in (ROOT / "book").glob("*/*.py")))
+def test_every_page_converts_without_myst_left(page):
+    import jupytext
+
+    nb = _fake_executed(jupytext.read(ROOT / "book" / f"{page}.py"))
+    out = export.export_notebook(nb, doc=f"book/{page}", bib=BIB, index=INDEX)
+    nbformat.validate(out)
+    left = [f"cell {i}: {x}" for i, c in enumerate(out.cells) if c.cell_type == "markdown"
+            for x in export.myst_leftovers(c.source)]
+    assert left == []
+    assert export.exported_problems(out) == []
+    first_code = next(c for c in out.cells if c.cell_type == "code")
+    assert export.SETUP_TAG in first_code.metadata["tags"] and "%pip install" in first_code.source
+    assert all(not any(k.startswith(export.GLUE_PREFIX) for k in o.get("data", {}))
+               for c in out.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_glue_from_myst_nb_json_and_outputs(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("a={glue:text}`a:.1f` b={glue:text}`b`"),
+        nbformat.v4.new_code_cell("glue", outputs=[
+            nbformat.v4.new_output("display_data", data={export.GLUE_PREFIX + "text/plain": "'B'"},
+                                   metadata={"scrapbook": {"name": "b", "mime_prefix": export.GLUE_PREFIX}}),
+            nbformat.v4.new_output("display_data", data={"text/plain": "shown"},
+                                   metadata={"scrapbook": {"name": "c", "mime_prefix": ""}}),
+            nbformat.v4.new_output("stream", name="stdout", text="hello\n")])])
+    src = tmp_path / "page.ipynb"
+    nbformat.write(nb, src)
+    (tmp_path / "page.glue.json").write_text(json.dumps({"a": {"data": {"text/plain": "2.25"}}}))
+    dest = export.export_file(src, tmp_path / "out" / "page.ipynb", root=ROOT)
+    out = nbformat.read(dest, as_version=4)
+    nbformat.validate(out)
+    assert out.cells[0].source == "a=2.2 b=B"
+    code = [c for c in out.cells if c.cell_type == "code"]
+    assert export.SETUP_TAG in code[0].metadata["tags"]
+    assert [o.output_type for o in code[1].outputs] == ["display_data", "stream"]   # glue-only output gone
+    assert "scrapbook" not in code[1].outputs[0].metadata
+
+
+# ----------------------------------------------------------------------------- executed pages
+PAGES = [("sharpening/lemma1_rescaling", {"t_max": 2.0, "n_times": 20}),
+         ("sharpening/scalar_reduction", {"t_max": 40.0, "n_times": 9})]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("page,params", PAGES, ids=[p for p, _ in PAGES])
+def test_exported_page_runs_with_plain_papermill_in_an_empty_folder(page, params, tmp_path, monkeypatch):
+    import papermill
+
+    from attnflow import runner
+
+    res = runner.run_page(page, profile="smoke", output=tmp_path / "run")
+    assert res.failed == 0
+    dest = export.export_file(res.notebook, tmp_path / "export" / Path(page).with_suffix(".ipynb").name,
+                              root=ROOT, doc=f"book/{page}", strict=True)
+    nb = nbformat.read(dest, as_version=4)
+    assert not any(export.myst_leftovers(c.source) for c in nb.cells if c.cell_type == "markdown")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.delenv("ATTNFLOW_CLAIMS_DIR", raising=False)
+    out = empty / "out.ipynb"
+    papermill.execute_notebook(str(dest), str(out), parameters=params, cwd=str(empty), kernel_name="python3",
+                               progress_bar=False, log_output=False)
+    ran = nbformat.read(out, as_version=4)
+    text = "".join(o.get("text", "") for c in ran.cells if c.cell_type == "code" for o in c.outputs)
+    assert re.search(r"claims on \S+: \d+ passed.*, 0 failed", text), text[-2000:]
+    assert sorted(p.name for p in empty.iterdir()) == ["out.ipynb"]        # the page wrote nothing else
