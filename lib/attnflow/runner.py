@@ -96,19 +96,19 @@ class RunResult:
 
 def book_root() -> Path:
     """The book root (holds _toc.yml): ``$ATTNFLOW_BOOK_ROOT`` (e.g. a teacher's copy of the book),
-    else the repository next to the installed package, else above cwd."""
+    else :func:`attnflow.resources.book_root` (the checkout next to the package, a book above the
+    current folder, the copy packaged in the wheel)."""
     env = os.environ.get("ATTNFLOW_BOOK_ROOT", "").strip()
     if env:
         if not (Path(env) / "_toc.yml").exists():
             raise RunError(f"ATTNFLOW_BOOK_ROOT={env} holds no _toc.yml")
         return Path(env).resolve()
-    here = Path(__file__).resolve().parents[2]
-    if (here / "_toc.yml").exists():
-        return here
-    for d in (Path.cwd().resolve(), *Path.cwd().resolve().parents):
-        if (d / "_toc.yml").exists():
-            return d
-    raise RunError("cannot find the book root (a folder with _toc.yml) above the current directory")
+    from attnflow import resources
+
+    try:
+        return resources.book_root()
+    except FileNotFoundError as err:
+        raise RunError(str(err)) from None
 
 
 def list_pages(root: Path | None = None) -> list[str]:
@@ -222,11 +222,11 @@ def check_parameter_names(nb, parameters: Mapping[str, Any], key: str) -> None:
         raise RunError("; ".join(why) + "; the parameters are: " + ", ".join(known))
 
 
-def prevalidate(nb, parameters: Mapping[str, Any], page_dir: Path) -> None:
-    """Run the parameters cell, the overrides and the validation cell in a scratch namespace."""
+def prevalidate(nb, parameters: Mapping[str, Any], page_dir: Path, key: str | None = None) -> None:
+    """Check the names (:func:`check_parameter_names`), then run the parameters cell, the
+    overrides and the validation cell in a scratch namespace; RunError on bad input."""
     cells = _code_cells(nb)
-    if len(cells) < 2 or "parameters" not in cells[0].metadata.get("tags", []):
-        raise RunError("the page's first code cell must be tagged 'parameters' and the second must validate it")
+    check_parameter_names(nb, parameters, key or page_dir.name)
     ns: dict[str, Any] = {"__name__": "__attnflow_prevalidate__"}
     from attnflow import claims
 
@@ -552,9 +552,8 @@ def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force,
         nb = jupytext.read(path)
     except (OSError, ValueError) as err:
         raise RunError(f"cannot read the page {path}: {err}") from None
-    check_parameter_names(nb, params, key)
     with _env(ATTNFLOW_FORCE="1" if force else os.environ.get("ATTNFLOW_FORCE")):
-        prevalidate(nb, params, path.parent)
+        prevalidate(nb, params, path.parent, key)
 
     name = path.stem
     out_dir = _output_folder(output, root, key)
