@@ -1,0 +1,513 @@
+"""Many page runs at once on Dask: parameter sweeps and the parallel book execution (issue 13).
+
+    attnflow sweep sharpening/line_theorem --random 8 --workers 2 --output sweeps/line
+    attnflow sweep focus_dilution/focus --grid a_h=0.3,0.5,0.7 --grid seed=1,2 --profile smoke
+    attnflow sweep focus_dilution/focus --random 20 --scheduler tcp://127.0.0.1:8786
+
+Each point is one page run through :func:`attnflow.runner.run_page` (the same validation and
+claims records as ``attnflow run``), executed on a Dask ``distributed`` cluster: a
+``LocalCluster`` of ``--workers`` single-threaded worker processes by default, or an existing
+cluster (``dask scheduler`` + ``dask worker tcp://...``) given by ``--scheduler``. Random points
+are drawn from the page's sweep space (``book/sweeps.yml``: per page, which parameters vary and
+how, always inside the schema's ranges) and every point — random or on a grid — is validated
+against the page's schema before any work, so a grid that violates it exits 2 naming the point.
+
+Results: one tidy table (``sweep.parquet``: one row per claim check per point; a point that
+crashed or was refused has one row with ``status`` and ``error``) with the parameters (``p_*``
+columns), verdict, measured value, wall time, worker, and a content key (page source + library
+source + profile + parameters). Every finished point is written at once as a part file, so a
+re-run skips points already done (resumable after an interrupt) and a crash never stops the sweep.
+
+``execute_pages`` runs the book's pages at their defaults in parallel before the strict build and
+puts the executed notebooks into the jupyter-cache that myst-nb reads (``execute_notebooks:
+cache``). Its own key includes a hash of ``lib/`` — jupyter-cache keys only on code cells — so a
+change to the library re-executes every page that depends on it and nothing stale is ever shown.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import yaml
+
+from attnflow import runner
+from attnflow.runner import RunError
+
+__all__ = ["SweepSpace", "load_space", "draw_points", "grid_points", "point_key", "sweep", "execute_pages",
+           "library_hash", "TABLE_COLUMNS"]
+
+# The tidy table's columns besides the p_<name> parameter columns (a stable schema, tested).
+TABLE_COLUMNS = ("key", "page", "profile", "status", "error", "wall_s", "worker", "claim_index", "claim",
+                 "what", "verdict", "measured", "expected", "reason", "source", "parameters")
+
+
+# ----------------------------------------------------------------------------- content keys
+def library_hash(root: Path | None = None) -> str:
+    """sha256 over the library's source files (``lib/attnflow/**.py`` and ``*.yml``)."""
+    lib = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(p for p in lib.rglob("*") if p.suffix in (".py", ".yml") and "__pycache__" not in p.parts):
+        h.update(str(f.relative_to(lib)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def point_key(page_source: bytes, lib_hash: str, profile: str | None, parameters: Mapping[str, Any]) -> str:
+    """The content key of one point: page source + library source + profile + parameters."""
+    h = hashlib.sha256()
+    h.update(page_source)
+    h.update(lib_hash.encode())
+    h.update(str(profile or "book").encode())
+    h.update(json.dumps(dict(parameters), sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- sweep spaces
+@dataclass(frozen=True)
+class Dim:
+    """How one parameter varies in a random sweep.
+
+    kind: "int" / "float" (uniform on [lo, hi]), "log" (log-uniform on [lo, hi]), "choice"
+    (one of ``values``), "seed" (an integer seed in [0, 10⁶)), "seeds" (a list of ``n`` distinct
+    seeds; ``n`` = the base list's length).
+    """
+
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    values: tuple = ()
+
+    def draw(self, rng: random.Random, base: Any) -> Any:
+        if self.kind == "seed":
+            return rng.randrange(10**6)
+        if self.kind == "seeds":
+            n = len(base) if isinstance(base, (list, tuple)) else 3
+            return sorted(rng.sample(range(10**6), n))
+        if self.kind == "choice":
+            return rng.choice(list(self.values))
+        if self.kind == "int":
+            return rng.randint(int(self.lo), int(self.hi))
+        if self.kind == "float":
+            return round(rng.uniform(self.lo, self.hi), 6)
+        if self.kind == "log":
+            return float(f"{math.exp(rng.uniform(math.log(self.lo), math.log(self.hi))):.4g}")
+        raise ValueError(f"unknown sweep kind {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class SweepSpace:
+    """The parameters that vary in a random sweep of one page (the rest keep their profile/page value)."""
+
+    page: str
+    dims: Mapping[str, Dim]
+
+
+def _parse_dim(page: str, name: str, spec: Any) -> Dim:
+    if spec in ("seed", "seeds"):
+        return Dim(spec)
+    if isinstance(spec, list):
+        return Dim("choice", values=tuple(spec))
+    if isinstance(spec, dict) and set(spec) <= {"int", "float", "log"} and len(spec) == 1:
+        (kind, (lo, hi)), = spec.items()
+        return Dim(kind, float(lo), float(hi))
+    raise RunError(f"book/sweeps.yml, page {page!r}, parameter {name!r}: {spec!r} is not one of "
+                   "seed, seeds, [choices], {int: [lo, hi]}, {float: [lo, hi]}, {log: [lo, hi]}")
+
+
+def load_space(page: str, root: Path | None = None) -> SweepSpace:
+    """The sweep space of a page from ``book/sweeps.yml`` (RunError when the page has none)."""
+    root = root or runner.book_root()
+    spaces = yaml.safe_load((root / "book" / "sweeps.yml").read_text(encoding="utf-8")) or {}
+    if page not in spaces:
+        raise RunError(f"page {page!r} has no sweep space in book/sweeps.yml; pages with one: {', '.join(spaces)}")
+    return SweepSpace(page, {n: _parse_dim(page, n, s) for n, s in (spaces[page] or {}).items()})
+
+
+def _page_defaults(nb) -> dict[str, Any]:
+    """The literal values of a page's parameters cell."""
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    ns: dict[str, Any] = {}
+    exec(compile(cells[0].source, "<parameters cell>", "exec"), ns)
+    return {k: v for k, v in ns.items() if not k.startswith("_")}
+
+
+def _valid(nb, params: Mapping[str, Any], page_dir: Path) -> str | None:
+    """None if the page's own validation accepts ``params``, else its message."""
+    try:
+        runner.prevalidate(nb, params, page_dir)
+    except RunError as e:
+        return str(e)
+    return None
+
+
+def draw_points(page: str, n: int, *, seed: int = 0, profile: str | None = "smoke", root: Path | None = None,
+                max_tries: int = 200) -> list[dict[str, Any]]:
+    """``n`` random points of ``page``'s sweep space, each accepted by the page's schema.
+
+    A point holds the profile's overrides plus the drawn values; draws the schema rejects (a rule
+    between parameters, a cost limit) are drawn again, up to ``max_tries`` per point."""
+    import jupytext
+
+    root = root or runner.book_root()
+    key, path = runner.resolve_page(page, root)
+    space = load_space(key, root)
+    nb = jupytext.read(path)
+    base = {**_page_defaults(nb), **runner.load_profile(profile, key, root)}
+    rng = random.Random(f"{key}:{seed}")
+    points, last = [], ""
+    for _ in range(n):
+        for _try in range(max_tries):
+            p = dict(runner.load_profile(profile, key, root))
+            for name, dim in space.dims.items():
+                p[name] = dim.draw(rng, base.get(name))
+            why = _valid(nb, p, path.parent)
+            if why is None:
+                points.append(p)
+                break
+            last = why
+        else:
+            raise RunError(f"{key}: no valid point in {max_tries} draws of book/sweeps.yml's space; last refusal: {last}")
+    return points
+
+
+def _literal(v: str) -> Any:
+    import ast
+
+    try:
+        return ast.literal_eval(v)
+    except (ValueError, SyntaxError):
+        return v
+
+
+def grid_points(page: str, grid: Sequence[str], *, profile: str | None = "smoke", root: Path | None = None) -> list[dict]:
+    """The product of ``key=v1,v2,…`` axes (values are Python literals; a list value is written
+    ``key=[1,2];[3,4]`` with ``;`` between values). Every point is validated; RunError names the first bad one."""
+    import jupytext
+
+    root = root or runner.book_root()
+    key, path = runner.resolve_page(page, root)
+    axes: dict[str, list] = {}
+    for item in grid:
+        if "=" not in item:
+            raise RunError(f"--grid {item!r} is not of the form key=v1,v2,...")
+        name, values = item.split("=", 1)
+        sep = ";" if values.strip().startswith(("[", "(")) else ","
+        axes[name.strip()] = [_literal(v.strip()) for v in values.split(sep) if v.strip()]
+        if not axes[name.strip()]:
+            raise RunError(f"--grid {item!r} has no values")
+    nb = jupytext.read(path)
+    base = runner.load_profile(profile, key, root)
+    points = []
+    for combo in product(*axes.values()):
+        p = {**base, **dict(zip(axes, combo))}
+        why = _valid(nb, p, path.parent)
+        if why is not None:
+            raise RunError(f"grid point {dict(zip(axes, combo))} is refused by page {key!r}: {why}")
+        points.append(p)
+    return points
+
+
+# ----------------------------------------------------------------------------- one point
+def run_point(page: str, profile: str | None, parameters: Mapping[str, Any], key: str, out_dir: str,
+              root: str | None = None) -> list[dict[str, Any]]:
+    """Run one point (in a Dask worker) and return its tidy rows; never raises."""
+    from attnflow.device import single_threaded
+
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    point_dir = Path(out_dir) / "points" / key
+    base = dict(key=key, page=page, profile=profile or "book", worker=worker,
+                parameters=json.dumps(dict(parameters), sort_keys=True, default=str))
+    start = time.perf_counter()
+    try:
+        with single_threaded():
+            res = runner.run_page(page, profile=profile, parameters=parameters, output=point_dir,
+                                  root=Path(root) if root else None)
+        status, error, claims_file = ("ok" if res.failed == 0 else "failed"), "", res.claims_file
+    except RunError as e:
+        status, error, claims_file = "refused", str(e), None
+    except runner.PageFailed as e:
+        status, error = "error", str(e).splitlines()[0][:500] if str(e) else "page failed"
+        found = sorted(point_dir.glob("*.claims.json")) if point_dir.exists() else []
+        claims_file = found[0] if found else None
+    except BaseException as e:  # noqa: BLE001 - a point must never stop the sweep
+        status, error, claims_file = "crashed", f"{type(e).__name__}: {e}"[:500], None
+    wall = time.perf_counter() - start
+    recs = json.loads(Path(claims_file).read_text(encoding="utf-8"))["claims"] if claims_file else []
+    if not recs:
+        return [dict(base, status=status, error=error, wall_s=wall, claim_index=-1, claim=None, what=None,
+                     verdict=None, measured=None, expected=None, reason=None, source=None)]
+    return [dict(base, status=status, error=error, wall_s=wall, claim_index=i, claim=r["id"], what=r["what"],
+                 verdict=r["verdict"], measured=json.dumps(r.get("measured"), default=str),
+                 expected=json.dumps(r.get("expected"), default=str), reason=r.get("reason"), source=r.get("source"))
+            for i, r in enumerate(recs)]
+
+
+# ----------------------------------------------------------------------------- the sweep
+def _write_part(out: Path, key: str, rows: list[dict], parameters: Mapping[str, Any]) -> None:
+    import pandas as pd
+
+    parts = out / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+    for name, value in parameters.items():
+        df[f"p_{name}"] = json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
+    tmp = parts / f".{key}.parquet.tmp"
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, parts / f"{key}.parquet")
+
+
+def load_table(out: str | Path):
+    """The sweep's tidy table from its part files (one per finished point)."""
+    import pandas as pd
+
+    parts = sorted((Path(out) / "parts").glob("*.parquet"))
+    if not parts:
+        return pd.DataFrame(columns=list(TABLE_COLUMNS))
+    frames = [pd.read_parquet(p) for p in parts]
+    return pd.concat([f.astype({c: "object" for c in f.columns if c.startswith("p_")}) for f in frames],
+                     ignore_index=True)
+
+
+def _client(scheduler: str | None, workers: int):
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        return Client(scheduler, timeout="20s"), None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def sweep(page: str, points: Sequence[Mapping[str, Any]], *, profile: str | None = "smoke", output: str | Path,
+          workers: int = 2, scheduler: str | None = None, root: Path | None = None, quiet: bool = False):
+    """Run ``points`` of ``page`` on Dask; returns the tidy table (pandas) of every point done so far."""
+    from dask.distributed import as_completed
+
+    from attnflow.progress import tqdm
+
+    root = Path(root) if root else runner.book_root()
+    key, path = runner.resolve_page(page, root)
+    out = Path(output).resolve()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".attnflow-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise RunError(f"cannot write the sweep output folder {out}: {e.strerror or e}") from None
+    src, lib = path.read_bytes(), library_hash(root)
+    keyed = [(point_key(src, lib, profile, p), dict(p)) for p in points]
+    done = {p.stem for p in (out / "parts").glob("*.parquet")} if (out / "parts").exists() else set()
+    todo = [(k, p) for k, p in keyed if k not in done]
+    (out / "sweep.json").write_text(json.dumps(dict(page=key, profile=profile or "book", points=len(keyed),
+                                                    library=lib, command=" ".join(sys.argv)), indent=1))
+    if not quiet:
+        print(f"sweep {key}: {len(keyed)} points, {len(keyed) - len(todo)} already done, {len(todo)} to run", flush=True)
+    if todo:
+        client, cluster = _client(scheduler, workers)
+        n_failed = 0
+        try:
+            futures = {client.submit(run_point, key, profile, p, k, str(out), str(root), key=f"point-{k}", pure=False): (k, p)
+                       for k, p in todo}
+            bar = tqdm(total=len(todo), desc=key, unit="point", disable=quiet, file=sys.stdout)
+            for fut in as_completed(futures):
+                k, p = futures[fut]
+                try:
+                    rows = fut.result()
+                except BaseException as e:  # noqa: BLE001 - a worker that died
+                    rows = run_point_error(key, profile, p, k, e)
+                _write_part(out, k, rows, p)
+                n_failed += rows[0]["status"] != "ok"
+                bar.update(1)
+                bar.set_postfix(failed=n_failed)
+            bar.close()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    table = load_table(out)
+    table.to_parquet(out / "sweep.parquet", index=False)
+    return table
+
+
+def run_point_error(page: str, profile: str | None, parameters: Mapping[str, Any], key: str, e: BaseException) -> list[dict]:
+    """The row of a point whose worker died (the task raised on the cluster)."""
+    return [dict(key=key, page=page, profile=profile or "book", status="crashed", error=f"{type(e).__name__}: {e}"[:500],
+                 wall_s=float("nan"), worker=None, claim_index=-1, claim=None, what=None, verdict=None, measured=None,
+                 expected=None, reason=None, source=None, parameters=json.dumps(dict(parameters), sort_keys=True, default=str))]
+
+
+def summarize(table) -> str:
+    """Per-point status counts and per-claim verdict counts, as text."""
+    if table.empty:
+        return "no points"
+    pts = table.drop_duplicates("key")
+    lines = [f"{len(pts)} points: " + ", ".join(f"{n} {s}" for s, n in pts["status"].value_counts().items())]
+    v = table.dropna(subset=["verdict"])
+    if not v.empty:
+        counts = v.groupby(["claim", "verdict"]).size().unstack(fill_value=0)
+        lines.append(counts.to_string())
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the book, in parallel
+def execute_pages(pages: Iterable[str] | None = None, *, workers: int = 2, root: Path | None = None,
+                  cache: Path | None = None, claims: Path | None = None, quiet: bool = False) -> dict[str, str]:
+    """Execute the book's pages at their defaults on a LocalCluster and fill myst-nb's jupyter-cache.
+
+    Key per page: sha256(page source + library source). A page whose key is unchanged and whose
+    notebook is in the cache is not run again. A page that fails is left out of the cache (the strict
+    build then executes it itself and reports the failure). Claims records go to ``claims``
+    (default ``_build/claims``). Returns page -> "cached" / "ran" / "failed: …"."""
+    import jupytext
+    import nbformat
+    from jupyter_cache import get_cache
+
+    root = Path(root) if root else runner.book_root()
+    cache = Path(cache) if cache else root / "_build" / ".jupyter_cache"
+    claims = Path(claims) if claims else root / "_build" / "claims"
+    claims.mkdir(parents=True, exist_ok=True)
+    records = cache / "attnflow-claims"          # the claims record of each cached page (read by sphinx_cache)
+    records.mkdir(parents=True, exist_ok=True)
+    pages = list(pages) if pages is not None else runner.list_pages(root)
+    lib = library_hash(root)
+    store = get_cache(str(cache))
+    manifest_path = cache / "attnflow-keys.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    work_dir = root / "_build" / ".attnflow-exec"
+    status: dict[str, str] = {}
+    todo = []
+    for page in pages:
+        _, path = runner.resolve_page(page, root)
+        k = point_key(path.read_bytes(), lib, None, {})
+        nb = jupytext.read(path)
+        try:
+            cached = store.match_cache_notebook(nb)
+        except KeyError:
+            cached = None
+        saved = records / (page.replace("/", "__") + ".json")
+        if manifest.get(page) == k and cached is not None and saved.exists():
+            shutil.copy(saved, claims / saved.name)
+            status[page] = "cached"
+        else:
+            todo.append((page, k))
+    if not quiet:
+        print(f"execute pages: {len(status)} unchanged (cached), {len(todo)} to run on {workers} workers", flush=True)
+    if todo:
+        client, cluster = _client(None, workers)
+        try:
+            futures = {client.submit(_execute_one, page, str(work_dir / page.replace("/", "__")), str(root),
+                                     key=f"page-{page}", pure=False): (page, k) for page, k in todo}
+            from dask.distributed import as_completed
+
+            for fut in as_completed(futures):
+                page, k = futures[fut]
+                ok, msg, nb_file, claims_file = fut.result()
+                if ok:
+                    _, path = runner.resolve_page(page, root)
+                    store.cache_notebook_bundle(_bundle(jupytext.read(path), nbformat.read(nb_file, as_version=4), path),
+                                                check_validity=False, overwrite=True)
+                    shutil.copy(claims_file, records / (page.replace("/", "__") + ".json"))
+                    shutil.copy(claims_file, claims / (page.replace("/", "__") + ".json"))
+                    manifest[page] = k
+                    status[page] = "ran"
+                else:
+                    manifest.pop(page, None)
+                    status[page] = f"failed: {msg}"
+                if not quiet:
+                    print(f"{page}: {status[page]}", flush=True)
+        finally:
+            client.close()
+            cluster.close()
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return status
+
+
+def _bundle(source_nb, executed, path: Path):
+    """The page as myst-nb reads it (same cells and metadata, so the cache key matches) with the
+    outputs of the executed run (papermill's own cell metadata and injected cell left out)."""
+    from jupyter_cache.base import CacheBundleIn
+
+    ran = [c for c in executed.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+    code = [c for c in source_nb.cells if c.cell_type == "code"]
+    if len(ran) != len(code):
+        raise RuntimeError(f"{path}: executed notebook has {len(ran)} code cells, the page {len(code)}")
+    for c, r in zip(code, ran):
+        c.outputs, c.execution_count = r.outputs, r.execution_count
+    return CacheBundleIn(nb=source_nb, uri=str(path), data={"attnflow": "parallel.execute_pages"})
+
+
+def _execute_one(page: str, out_dir: str, root: str) -> tuple[bool, str, str, str]:
+    """Run one page at its defaults (in a worker); (ok, message, notebook path, claims path)."""
+    from attnflow.device import single_threaded
+
+    shutil.rmtree(out_dir, ignore_errors=True)
+    try:
+        with single_threaded():
+            res = runner.run_page(page, output=out_dir, root=Path(root))
+    except (RunError, runner.PageFailed) as e:
+        return False, str(e).splitlines()[0] if str(e) else type(e).__name__, "", ""
+    if res.failed:
+        return False, f"{res.failed} claims failed", str(res.notebook), str(res.claims_file)
+    return True, "", str(res.notebook), str(res.claims_file)
+
+
+def current_keys(root: Path | None = None) -> dict[str, str]:
+    """page -> content key (page source + library source) of every page in the table of contents."""
+    root = Path(root) if root else runner.book_root()
+    lib = library_hash(root)
+    return {page: point_key(runner.resolve_page(page, root)[1].read_bytes(), lib, None, {})
+            for page in runner.list_pages(root)}
+
+
+def drop_from_cache(cache: Path, pages: Iterable[str], root: Path | None = None) -> None:
+    """Remove pages from the jupyter-cache and the manifest (they will be executed again)."""
+    import jupytext
+    from jupyter_cache import get_cache
+
+    root = Path(root) if root else runner.book_root()
+    store = get_cache(str(cache))
+    manifest_path = Path(cache) / "attnflow-keys.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    for page in pages:
+        manifest.pop(page, None)
+        try:
+            path = runner.resolve_page(page, root)[1]
+            rec = store.match_cache_notebook(jupytext.read(path))
+            store.remove_cache(rec.pk)
+        except (KeyError, RunError, FileNotFoundError):
+            pass
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m attnflow.parallel [--workers W] [PAGE ...]``: execute pages into the book's cache."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m attnflow.parallel", description=main.__doc__)
+    ap.add_argument("pages", nargs="*", help="page keys (default: every page of the table of contents)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    status = execute_pages(args.pages or None, workers=max(1, args.workers))
+    failed = {p: s for p, s in status.items() if s.startswith("failed")}
+    print(f"execute pages: {len(status)} pages in {time.perf_counter() - start:.0f} s; "
+          f"{sum(s == 'cached' for s in status.values())} cached, {sum(s == 'ran' for s in status.values())} ran, "
+          f"{len(failed)} failed" + (" (the strict build executes them again and reports the failure)" if failed else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

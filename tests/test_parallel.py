@@ -1,0 +1,134 @@
+"""Sweeps of whole pages on Dask (attnflow.parallel, `attnflow sweep`) and the parallel book
+execution, on a tiny fake book so that each point costs one kernel start."""
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from attnflow import parallel, runner
+
+FAKE_PAGE = textwrap.dedent('''\
+    # ---
+    # jupyter:
+    #   jupytext:
+    #     text_representation:
+    #       extension: .py
+    #       format_name: percent
+    #   kernelspec:
+    #     display_name: Python 3
+    #     language: python
+    #     name: python3
+    # ---
+
+    # %% [markdown]
+    # # A fake page
+
+    # %% tags=["parameters"]
+    x = 2.0          # a number in [0, 10]
+    seed = 0         # a seed
+    crash = False    # raise inside the page
+
+    # %%
+    from attnflow import claims, params
+    SCHEMA = params.Schema("test/fake", x=params.Param(float, 0.0, 10.0, "x"),
+                           seed=params.Param(int, 0, 10**6, "seed"), crash=params.Param(bool, doc="raise"))
+    cfg = params.validate(globals(), SCHEMA)
+
+    # %%
+    if cfg.crash:
+        raise RuntimeError("boom")
+    claims.check("A2", cfg.x, 5.0, atol=3.0, what="x near 5",
+                 domain=claims.domain(("x ≥ 1", cfg.x >= 1, f"x = {cfg.x}")))
+    claims.finish()
+    ''')
+
+
+@pytest.fixture(scope="module")
+def fake_book(tmp_path_factory):
+    root = tmp_path_factory.mktemp("book")
+    (root / "book" / "test").mkdir(parents=True)
+    (root / "book" / "test" / "fake.py").write_text(FAKE_PAGE)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/test/fake\n")
+    (root / "_config.yml").write_text("title: fake\n")
+    (root / "book" / "profiles.yml").write_text("smoke:\n  test/fake: {x: 4.0}\npaper:\n  test/fake: {}\n")
+    (root / "book" / "sweeps.yml").write_text("test/fake:\n  seed: seed\n  x: {float: [0.0, 10.0]}\n")
+    return root
+
+
+def test_random_points_are_valid_and_reproducible(fake_book):
+    a = parallel.draw_points("test/fake", 5, seed=3, root=fake_book)
+    b = parallel.draw_points("test/fake", 5, seed=3, root=fake_book)
+    assert a == b and len(a) == 5
+    assert all(0.0 <= p["x"] <= 10.0 and 0 <= p["seed"] < 10**6 for p in a)
+    assert parallel.draw_points("test/fake", 5, seed=4, root=fake_book) != a
+
+
+def test_invalid_grid_is_refused_before_any_work(fake_book, tmp_path):
+    with pytest.raises(runner.RunError, match="grid point .*'x': 11.0.* refused"):
+        parallel.grid_points("test/fake", ["x=1.0,11.0"], root=fake_book)
+    with pytest.raises(runner.RunError, match="no sweep space"):
+        parallel.load_space("test/other", root=fake_book)
+
+
+def test_sweep_records_pass_outside_and_crash_and_resumes(fake_book, tmp_path, monkeypatch):
+    lib = parallel.library_hash()
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: lib)      # other work may edit lib/ meanwhile
+    points = parallel.grid_points("test/fake", ["x=0.5,4.0,9.5", "crash=False"], root=fake_book)
+    points.append({"x": 4.0, "crash": True})
+    out = tmp_path / "sweep"
+    table = parallel.sweep("test/fake", points, output=out, workers=2, root=fake_book, quiet=True)
+    assert set(parallel.TABLE_COLUMNS) <= set(table.columns) and {"p_x", "p_crash"} <= set(table.columns)
+    by_x = {(r.p_x, r.p_crash): r for r in table.itertuples()}
+    assert by_x[(0.5, False)].verdict == "outside" and "x ≥ 1 fails" in by_x[(0.5, False)].reason
+    assert by_x[(4.0, False)].verdict == "pass" and by_x[(4.0, False)].status == "ok"
+    assert by_x[(9.5, False)].verdict == "fail" and by_x[(9.5, False)].status in ("failed", "error")
+    crashed = by_x[(4.0, True)]
+    assert crashed.status == "error" and "boom" in crashed.error and crashed.verdict is None
+    assert (out / "sweep.parquet").exists() and len(list((out / "parts").glob("*.parquet"))) == 4
+    # resume: the same points (same content keys) are all done, nothing runs: no cluster is even started
+    monkeypatch.setattr(parallel, "_client", lambda *a: pytest.fail("a resumed sweep started a cluster"))
+    again = parallel.sweep("test/fake", points, output=out, workers=2, root=fake_book, quiet=True)
+    assert len(again) == len(table)
+    assert json.loads((out / "sweep.json").read_text())["points"] == 4
+
+
+def test_sweep_against_a_separately_started_scheduler(fake_book, tmp_path):
+    bin_dir = Path(sys.executable).parent
+    sched_file = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--scheduler-file", str(sched_file),
+                               "--no-dashboard", "--host", "127.0.0.1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(60):
+            if sched_file.exists() and sched_file.read_text().strip():
+                break
+            time.sleep(0.5)
+        address = json.loads(sched_file.read_text())["address"]
+        procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        points = parallel.draw_points("test/fake", 2, seed=1, root=fake_book)
+        table = parallel.sweep("test/fake", points, output=tmp_path / "remote", scheduler=address, root=fake_book,
+                               quiet=True)
+        assert table["key"].nunique() == 2 and set(table["status"]) <= {"ok", "failed"}
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=30)
+
+
+def test_cli_exit_codes(fake_book, tmp_path, monkeypatch):
+    from attnflow import cli_sweep
+
+    monkeypatch.setattr(runner, "book_root", lambda: fake_book)
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    cli_sweep.add_parser(ap.add_subparsers(dest="cmd"))
+    args = ap.parse_args(["sweep", "test/fake", "--grid", "x=42.0", "--output", str(tmp_path / "o")])
+    assert cli_sweep.run(args) == 2 and not (tmp_path / "o").exists()
+    args = ap.parse_args(["sweep", "test/fake", "--random", "0"])
+    assert cli_sweep.run(args) == 2
