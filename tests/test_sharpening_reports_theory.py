@@ -75,3 +75,57 @@ def test_lemma1_item3_domain_needs_balance():
     rep = Lemma1Report(0, 0.0, 1e-3, 0.5, 1.0, 0.0, 0.1, 0.0, 0.0, 0.0, 1e-10, 1e-7, 1.0)
     assert not rep.balanced_domain() and "imbalance" in rep.balanced_domain().reason
     assert rep.separation_domain()
+
+
+# ---------------------------------------------------------------------------------------------- Prop. 2
+SCALAR = dict(n_classes=3, n_common=2, n_compete=2, lr_ratio=1.0, a0=0.1, b0=0.1, d_h=3, embedding="random",
+              parametrizations=["CACO", "FAFO"], t_max=5.0, n_times=5, rtol=1e-9, seed=0)
+
+
+def test_scalar_reduction_report_small(ledger):
+    from attnflow.sharpening.reports import scalar_reduction as report
+
+    rep = report.scalar_reduction_report(cfg_of(schemas.SCALAR_REDUCTION, **SCALAR))
+    assert rep.n_nonzero_reduced == 0 and rep.n_nonzero_full == 0
+    assert rep.c_ov == pytest.approx(0.5) and rep.kappa == pytest.approx((1 / 3 + 1 / 2) ** 0.5)
+    assert set(rep.dev_rel) == {"CACO", "FAFO"} and rep.dev_max < 1e-6 and rep.residual_max < 1e-10
+    assert rep.manifold_tol == pytest.approx(1e-10)          # entries below 10: the round-off bound itself
+    read = ledger("test/scalar")
+    rep.check_claims()
+    assert {r["verdict"] for r in read().values()} == {"pass"}
+    with pytest.raises(ParameterError, match="d_h ≥ K"):
+        cfg_of(schemas.SCALAR_REDUCTION, **{**SCALAR, "d_h": 2})
+
+
+# ---------------------------------------------------------------------------------------------- Theorem 3
+LINE = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e3, rtol=1e-10,
+            parametrizations=["CACO"], n_common=2, gd_lr_ratio=1.0, gd_steps=[0.2, 0.1], gd_time=2.0)
+
+
+def test_line_theorem_report_small(ledger):
+    from attnflow.sharpening.reports.line_theorem import DRIFT_FACTOR, line_theorem_report
+
+    rep = line_theorem_report(cfg_of(schemas.LINE_THEOREM, **LINE))
+    assert rep.n_nonzero == 0 and rep.n_runs == 2
+    assert 0 < rep.rel_drift_max < DRIFT_FACTOR and rep.drift_max < 1e-6
+    assert rep.h_max * rep.curvature_max < 2 and abs(rep.order_max - 1) < 0.05
+    read = ledger("test/line")
+    rep.check_claims()
+    recs = read()
+    assert {r["verdict"] for r in recs.values()} == {"pass"}
+    # outside the spec configuration the absolute 1e-6 target is outside, the relative drift still checked
+    rep.rtol_used = 1e-8
+    read = ledger("test/line2")
+    rep.check_claims()
+    verdicts = [r["verdict"] for k, r in read().items() if "spec's configuration" in k]
+    assert verdicts == ["outside"]
+
+
+def test_line_theorem_gd_above_the_stability_limit_is_outside(ledger):
+    from attnflow.sharpening.reports.line_theorem import LineTheoremReport
+
+    rep = LineTheoremReport(9, 5, 1e3, 1e-10, 0, 0.0, 1.0, 1, 3, 2.0, 1.0, 0.4, 0.2, 10.0, 1.0, 1.0,
+                            lr_ratios=[1.0], parametrizations=["CACO"], curvature={"CACO": 10.0})
+    assert not rep.stable_domain("CACO") and "h_max·λ_max" in rep.stable_domain("CACO").reason
+    rep.curvature = {"CACO": 1.0}
+    assert rep.stable_domain("CACO") and not rep.asymptotic_domain("CACO")

@@ -32,7 +32,7 @@ from attnflow.sharpening.data import Task
 from attnflow.sharpening.model import SelfAttention
 
 __all__ = ["Constants", "constants", "reduced_rates", "init_on_manifold", "coordinates", "Comparison",
-           "compare_with_reduced", "DiscreteRun", "gd_on_manifold"]
+           "compare_with_reduced", "DiscreteRun", "gd_on_manifold", "curvature_on_manifold"]
 
 
 @dataclass(frozen=True)
@@ -245,4 +245,22 @@ def gd_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: flo
     a, b = traj.array("a"), traj.array("b")
     inv = system.invariant(a, b)
     return DiscreteRun(parametrization, step, traj.array("step") * step, a, b, inv, float(np.abs(inv - inv[0]).max()))
+
+
+def curvature_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, a: float,
+                          b: float) -> float:
+    """λ_max of D^{1/2} H D^{1/2} at the manifold point (a, b): H the Hessian of the population loss,
+    D the per-parameter learning rates. GD θ ← θ − h D ∇L is stable near that point when h λ_max < 2
+    (the stability limit of the explicit Euler step), and its O(h²) error is small when h λ_max ≪ 1."""
+    from attnflow import flow
+    from attnflow.sharpening.data import population
+    from attnflow.sharpening.model import ModelConfig
+
+    model = init_on_manifold(SelfAttention(ModelConfig(parametrization, task.vocab_size, task.n_classes)), task, a, b)
+    loss = model.functional_loss(population(task))
+    theta = model.state()
+    flat = flow.Flattener(theta)
+    sqrt_rates = flat.rates(model.rates(lr_qk, lr_ov)).sqrt()                 # (P,)
+    H = torch.func.hessian(lambda v: loss(flat.unflatten(v)))(flat.flatten(theta))   # (P, P)
+    return float(torch.linalg.eigvalsh(sqrt_rates[:, None] * H * sqrt_rates[None, :]).max())
 
