@@ -129,3 +129,32 @@ def test_line_theorem_gd_above_the_stability_limit_is_outside(ledger):
     assert not rep.stable_domain("CACO") and "h_max·λ_max" in rep.stable_domain("CACO").reason
     rep.curvature = {"CACO": 1.0}
     assert rep.stable_domain("CACO") and not rep.asymptotic_domain("CACO")
+
+
+# ---------------------------------------------------------------------------------------------- Theorem 4
+GROWTH = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e4, rtol=1e-10,
+              parametrizations=["CACO", "FAFO"], fit_from=1e3)
+
+
+def test_growth_schema_refuses_a_window_above_the_horizon():
+    with pytest.raises(ParameterError, match="fit_from"):
+        cfg_of(schemas.GROWTH_RATES, **{**GROWTH, "fit_from": 2e4})
+    with pytest.raises(ParameterError, match="one decade"):
+        cfg_of(schemas.GROWTH_RATES, **{**GROWTH, "fit_from": 5e3})
+
+
+def test_growth_report_small(ledger):
+    from attnflow.sharpening.reports.growth_rates import growth_rates_report
+
+    rep = growth_rates_report(cfg_of(schemas.GROWTH_RATES, **GROWTH))
+    assert rep.n_wrong_laws == 0 and rep.lr_ratio_ratio == 10.0
+    assert 1.5 < rep.odds_exponent < 2.0 and rep.odds_ratio == pytest.approx(10.0, rel=0.1)
+    assert rep.odds_l2_1e5 == {}                                # the horizon stops before 1e5
+    read = ledger("test/growth")
+    rep.check_claims()
+    recs = read()
+    assert "fail" not in {r["verdict"] for r in recs.values()}
+    a13 = [r for r in recs.values() if r["id"] == "A13"]
+    assert len(a13) == 2 and {r["verdict"] for r in a13} == {"outside"} and "horizon" in a13[0]["reason"]
+    # a window that starts before saturation: the odds-slope law is outside its domain, not a failure
+    assert not rep.saturated_domain(("CACO", 1.0)) or rep.start[("CACO", 1.0)][0] >= 0.9
