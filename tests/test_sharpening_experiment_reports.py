@@ -151,3 +151,99 @@ def test_dtap_separating_threshold_and_tv():
     assert dtap_heatmaps.separating_threshold([0.3, 0.5, 0.7]) == 0.5
     a, b = np.eye(2) / 2, np.fliplr(np.eye(2)) / 2
     assert dtap_heatmaps.tv_distance(a, b) == pytest.approx(1.0) and dtap_heatmaps.tv_distance(a, a) == 0.0
+
+
+# -- ratio_sweep -----------------------------------------------------------------------------------
+def ratio_level(mass_rmax=(0.99, 0.98, 0.995), ac1=(1.0, 1.0, 1.0), ac_rmax=(1.0, 1.0, 1.0)):
+    from attnflow.sharpening.reports.ratio_sweep import Level
+
+    two = lambda a, b: np.array([a, b], dtype=float)                      # noqa: E731  (n_ratios, n_seeds)
+    return Level(attn_relevant=two([0.9, 0.88, 0.91], mass_rmax), ac=two(ac1, ac_rmax), acmc=two([1] * 3, [1] * 3),
+                 sufficiency=two([-0.05] * 3, [-0.001] * 3), comprehensiveness=two([0.7] * 3, [0.71] * 3),
+                 accuracy=two([1.0] * 3, [1.0] * 3), top1_relevant=two([1.0] * 3, [1.0] * 3))
+
+
+def ratio_cfg(**kw):
+    base = dict(parametrization="FAFO", lr_ratios=[1.0, 10.0], optimizers=["adamw"], seeds=[0, 1, 2], lr_adamw=0.001,
+                lr_sgd=0.02, lr_gd=0.1, momentum=0.9, weight_decay=0.01, batch_size=64, eval_every=5, init_scale=0.1,
+                target_loss=0.1, checkpoint_losses=[0.5], n_test=1000, tau_attn=0.5, tau_conf=0.5)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_ratio_sweep_ac_check_is_outside_when_saturated_and_can_fail(ledger, glued):
+    from attnflow.sharpening.reports import ratio_sweep
+
+    results = {("adamw", 0.5): ratio_level(ac1=(0.7, 0.8, 1.0), ac_rmax=(0.9, 0.8, 1.0)),   # seed 1 has room, no rise
+               ("adamw", 0.1): ratio_level()}                                               # AC saturated at 1
+    rep = ratio_sweep.summarize(ratio_cfg(), results, {"adamw": "adamw: test"})
+    assert rep.levels == [0.5, 0.1] and rep.r_max == 10.0 and rep.level_hi == 0.5
+    rep.glue()
+    assert {"ac_adamw_hi_r1", "ac_sgd_hi_rmax", "attn_adamw_rmax", "suff_r1", "dcomp_min", "top1_min"} <= set(glued)
+    assert np.isnan(glued["ac_sgd_hi_r1"]) and glued["ac_adamw_hi_r1"] == pytest.approx(2.5 / 3)
+    rep.check_claims()
+    ac = [r for r in ledger.records() if "AC(τ_a" in r["what"]]
+    assert [r["verdict"] for r in ac] == ["fail", "outside"]
+    assert "AC(r = 1) < 1 − 0.02" in ac[1]["reason"]
+    with pytest.raises(ledger.ClaimFailed, match="AC"):
+        ledger.finish()
+
+
+def test_ratio_sweep_attention_rise_in_every_seed(ledger):
+    from attnflow.sharpening.reports import ratio_sweep
+
+    results = {("adamw", 0.5): ratio_level(mass_rmax=(0.99, 0.87, 0.99)), ("adamw", 0.1): ratio_level()}
+    ratio_sweep.summarize(ratio_cfg(), results, {}).check_claims()
+    rise = [r for r in ledger.records() if "attention mass at r_max minus" in r["what"]]
+    assert [r["verdict"] for r in rise] == ["fail", "pass"]               # seed 1 falls: 0.88 → 0.87
+    assert "Wilson" in rise[0]["tolerance"]
+
+
+# -- where_it_breaks ---------------------------------------------------------------------------------
+def breaks_inputs(stall=0.79, n_train=2000):
+    """A 2 × 2 grid (init 0.1, 1.0 × step 0.1, 1.0), seeds 0–2, every model reaches L*."""
+    from attnflow.sharpening import experiments
+
+    specs, mass = [], []
+    value = {"CACO": 0.84, "CAFO": 0.55, "FACO": 0.99, "FAFO": 0.85}
+    for s in (0.1, 1.0):
+        for lr in (0.1, 1.0):
+            for seed in (0, 1, 2):
+                for n in NAMES:
+                    specs.append(experiments.ModelSpec(n, 1.0, seed, lr, s))
+                    mass.append(value[n])
+                specs.append(experiments.ModelSpec("FAFO", 10.0, seed, lr, s))
+                mass.append(stall if s == 1.0 else 0.998)
+    P = len(specs)
+    cfg = SimpleNamespace(init_scales=[0.1, 1.0], lrs=[0.1, 1.0], seeds=[0, 1, 2], fast_ratio=10.0, init_scale=0.1,
+                          target_loss=0.1, n_train=n_train, max_time=400.0)
+    test_mass = np.tile(np.asarray(mass)[:, None], (1, 10))
+    return cfg, specs, np.asarray(mass), np.ones(P, bool), np.zeros(P, bool), np.full(P, 0.0999), test_mass, \
+        np.ones((P, 10), bool), np.zeros(P)
+
+
+def test_where_it_breaks_summary_and_the_stall_checks(ledger, glued):
+    from attnflow.sharpening.reports import where_it_breaks
+
+    cfg, *arrays = breaks_inputs()
+    rep = where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0)
+    assert rep.n_cells == 4 and rep.n_complete == 4 and rep.n_fail_A == 2 and rep.fail_A_min == 1.0
+    assert rep.spec_seed0 == pytest.approx(0.79) and rep.stall_seed0 == pytest.approx((0.79, 0.85))
+    rep.glue()
+    for key in ("stall_lo", "stall_hi", "stall_fafo", "n_stall", "wrong_one", "big_scale", "max_overshoot", "ref_lr"):
+        assert key in glued, key
+    rep.check_claims()
+    assert [r["verdict"] for r in ledger.records()] == ["pass"] * 4
+    ledger.finish()
+
+
+def test_where_it_breaks_stall_value_outside_without_the_spec_n(ledger):
+    from attnflow.sharpening.reports import where_it_breaks
+
+    cfg, *arrays = breaks_inputs(n_train=1000)
+    where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
+    last = ledger.records()[-1]
+    assert last["verdict"] == "outside" and "N = 1000" in last["reason"]
+    ledger.begin_page("sharpening/report_test3")
+    cfg, *arrays = breaks_inputs(stall=0.9)                                # no stall: the spec's value fails
+    where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
+    assert [r["verdict"] for r in ledger.records()][-2:] == ["fail", "fail"]     # no stall: both fail

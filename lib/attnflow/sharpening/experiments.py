@@ -201,7 +201,9 @@ def _schemas():
                        tau_attns=Param(list, doc="τ_a of the threshold sweep", item=float, **unit)),
         "ratio": Schema("sharpening/ratio_sweep", **task, requires=[
                             distinct, (lambda c: all(v > c.target_loss for v in c.checkpoint_losses),
-                                       "every checkpoint loss > target_loss")],
+                                       "every checkpoint loss > target_loss"),
+                            (lambda c: c.batch_size <= c.n_train or set(c.optimizers) <= {"gd"},
+                             "batch_size ≤ n_train (minibatches are drawn from the training set)")],
                         parametrization=Param(str, doc="parametrization", choices=names), lr_ratios=ratios,
                         max_steps=max_steps,
                         optimizers=Param(list, doc="optimizers", item=str, choices=("adamw", "sgd", "gd")),
