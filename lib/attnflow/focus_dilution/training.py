@@ -107,6 +107,14 @@ class TrainRun(measure.Trajectory):
     label: str = ""
     settings: dict = field(default_factory=dict)
 
+    @property
+    def result(self):
+        """The recorded states behind the flow result's interface (``run.result.states()``), so code
+        written for a ``runs.FlowRun`` reads a trained run alike."""
+        from types import SimpleNamespace
+
+        return SimpleNamespace(states=lambda: self.states, t=self.t)
+
 
 def low_hub_attention(A: np.ndarray, pi: np.ndarray, hub: int) -> np.ndarray:
     """Σ_{i≠hub} π_i A_{i,hub} / Σ_{i≠hub} π_i for attention rows A (…, d, d): the attention that

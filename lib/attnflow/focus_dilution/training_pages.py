@@ -17,9 +17,9 @@ from attnflow.focus_dilution.training import OPTIMIZERS, RunSpec, TrainRun, trai
 __all__ = ["start_page", "train_settings", "page_flow", "flow_and_trained", "data_seeds", "trained_runs",
            "CYCLE", "FINITE_SAMPLE", "ROBUSTNESS", "PCA_PAGE", "COSTS", "MAX_TOKENS"]
 
-MAX_TOKENS = 2 * 10**10
+MAX_TOKENS = 10**11
 """Most sampled tokens a page may ask for (seeds × N × s): the sampler walks every token (about
-10⁸ tokens per second here); the paper profiles use ≤ 1.1·10¹⁰."""
+10⁸ tokens per second here); the paper profiles use ≤ 3·10¹⁰."""
 
 
 def start_page(cfg) -> MarkovChain:
@@ -199,7 +199,7 @@ def _robustness_schema():
 def _pca_schema():
     from attnflow.params import Param
 
-    return _schema("pca_trajectories", rules=(_TOKENS_RULE,), **_sizes(),
+    return _schema("pca_trajectories", rules=(_TOKENS_RULE,), **_sizes(), **_seeds(),
                    n_components=Param(int, 2, 8, "principal components kept (≥ 2 for the PC1–PC2 panels)"),
                    centre=Param(bool, doc="centre the embeddings before PCA (False: keep the origin, see pca.py)"))
 

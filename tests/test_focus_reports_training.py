@@ -1,0 +1,205 @@
+"""Reports of the training pages (cycle, finite_sample, pca_trajectories, robustness): the stage
+helpers, the per-run measurements on small inputs (a missing stage gives NaN, never an error or a
+silent pass), the seed statistics and domains of the claims, and the schema rules and cost
+estimates that refuse bad input before anything runs."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from attnflow import claims, params
+from attnflow.focus_dilution import stages, training, training_pages
+from attnflow.focus_dilution.chain import hub_family
+from attnflow.focus_dilution.realtext import SCHEMA as REAL_TEXT
+from attnflow.focus_dilution.reports import cycle, finite_sample, pca_trajectories, robustness
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
+    claims.begin_page("focus_dilution/test_training_reports", {})
+    yield claims.records
+    claims._state.update(page=None, records=[], parameters={})
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return hub_family(4, 0.5, 0.3, 0.4, 0.1)
+
+
+@pytest.fixture(scope="module")
+def short_run(chain):
+    """40 GD steps on the population rows: condensation has not ended, no later stage exists."""
+    return training.train_runs([training.RunSpec(chain, training.population_examples(chain), "short")],
+                               steps=40, record_every=4, lr=1.0, dtype="float64")[0]
+
+
+# ----------------------------------------------------------------------------- stages helpers
+def test_subsequence_and_missing_stage():
+    names = ["condensation", "plateau", "focus", "dilution", "plateau", "escape", "focus", "escape", "dilution"]
+    assert stages.has_subsequence(names)
+    assert not stages.has_subsequence(names[:6])
+    assert stages.letters(["condensation", "plateau"]) == "C P"
+    st = stages.Stages([stages.Stage("condensation", 0, 1, 1, 1.6), stages.Stage("plateau", 1, 5, 1, 1.5),
+                        stages.Stage("focus", 5, 6, 1, 1.5), stages.Stage("plateau", 6, 9, 1, 1.49)], [])
+    assert st.get("plateau", 1, after=5).start == 6
+    missing = st.get("escape")
+    assert missing is stages.MISSING and math.isnan(missing.start) and math.isnan(missing.end)
+    assert not st.has_cycle() and st.letters() == "C P F P"
+
+
+def test_stages_import_no_plotting():
+    import subprocess
+    import sys
+
+    code = "import sys; import attnflow.focus_dilution.stages; print('seaborn' in sys.modules, 'matplotlib.pyplot' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+# ----------------------------------------------------------------------------- cycle
+def test_missing_stages_measure_nan(chain, short_run):
+    m = cycle.run_measures(short_run, stages.detect_run(short_run), chain)
+    assert not m.has_cycle
+    assert all(math.isnan(x) for x in (m.sign_frac, m.da_hub, m.fall, m.s2_growth, m.L_c2))
+    assert m.gainer == -1 and m.n_cycle2 == 0
+
+
+def _cycle_report(per_seed, train_ok=True, L_flow=1.508):
+    dom = claims.domain(("the flow completes the cycle", train_ok, ""))
+    return cycle.CycleReport(
+        lr_used=1.0, horizon=10.0, t_unstable=math.nan, lam_max_final=0.1, lam_at_escape=0.1, flow_s=0.0, train_s=0.0,
+        n_seeds=len(per_seed), hub_token=0, noise_delta=0.04, k_eff=11, tol_c2=0.004, L_c2_flow=L_flow,
+        L_c2_trained=math.nan, cycle_frac=0.0, b6_sign_frac=1.0, b6_hub_before=0.4, b6_hub_after=0.5, b6_gainer=0,
+        b7_da_hub=0.5, b7_da_low_max=-0.4, b7_peak=0.4, b7_after=0.35, b7_peak_flow=0.4, b7_after_flow=0.35,
+        b9_s2_growth=100.0, b9_n_cycle2=2.0,
+        st_flow=stages.Stages([stages.Stage(n, i, i + 1, 1, 1.0) for i, n in enumerate(stages.CYCLE_ORDER)], []),
+        per_seed=per_seed, trained=[SimpleNamespace(label=f"seed {i}") for i in range(len(per_seed))],
+        flow_domain=claims.domain(("hub", True, "")), train_domain=dom, cfg=SimpleNamespace(n_samples=4096, seq_len=16384))
+
+
+def _measures(**over):
+    base = dict(has_cycle=True, letters="C P F D P E F D", sign_frac=1.0, hub_before=0.4, hub_after=0.5, gainer=0,
+                da_hub=0.5, da_low_max=-0.4, peak=0.40, after=0.35, s2_growth=300.0, n_cycle2=2, L_c2=1.5085)
+    return cycle.RunMeasures(**{**base, **over})
+
+
+def test_cycle_claims_are_seed_statistics(ledger):
+    seeds = [_measures(), _measures(L_c2=1.5079, peak=0.41), _measures(L_c2=1.5090, peak=0.42)]
+    _cycle_report(seeds).check_claims()
+    recs = ledger()
+    assert {r["verdict"] for r in recs} == {"pass"}
+    assert sum(r["id"] == "B14" for r in recs) == 1
+
+
+def test_cycle_one_seed_without_the_cycle_still_passes_two_do_not(ledger):
+    seeds = [_measures(), _measures(), _measures(has_cycle=False)]
+    _cycle_report(seeds).check_claims()
+    b1 = [r for r in ledger() if r["id"] == "B1"]
+    assert [r["verdict"] for r in b1] == ["pass", "pass"]
+    claims._state["records"].clear()
+    _cycle_report([_measures(), _measures(has_cycle=False), _measures(has_cycle=False)]).check_claims()
+    assert [r["verdict"] for r in ledger() if r["id"] == "B1"] == ["pass", "fail"]
+
+
+def test_cycle_missing_stage_is_outside_not_nan_failure(ledger):
+    seeds = [_measures(), _measures(L_c2=math.nan, peak=math.nan, after=math.nan), _measures(L_c2=math.nan)]
+    _cycle_report(seeds).check_claims()
+    by = {(r["id"], r["what"][-40:]): r["verdict"] for r in ledger()}
+    assert [v for (i, _), v in by.items() if i == "B14"] == ["outside"]
+    assert "fail" not in by.values()
+
+
+def test_cycle_claims_outside_when_the_flow_does_not_complete_the_cycle(ledger):
+    _cycle_report([_measures()] * 3, train_ok=False).check_claims()
+    assert [r["verdict"] for r in ledger()][1:] == ["outside"] * (len(ledger()) - 1)
+
+
+def test_cycle_far_plateau_fails(ledger):
+    seeds = [_measures(L_c2=1.52), _measures(L_c2=1.521), _measures(L_c2=1.5205)]
+    _cycle_report(seeds).check_claims()
+    assert [r["verdict"] for r in ledger() if r["id"] == "B14"] == ["fail"]
+
+
+# ----------------------------------------------------------------------------- finite sample
+def test_drift_slope_of_a_power_law():
+    x = np.array([1e5, 1e6, 1e7])
+    assert finite_sample._slope(x, 3 * x ** -0.5) == pytest.approx(-0.5)
+    assert math.isnan(finite_sample._slope([1e5, 1e5], [1.0, 2.0]))
+
+
+def test_summary_of_a_short_run_is_nan_where_stages_are_missing(short_run):
+    r = finite_sample.summarize(short_run, short_run, "short", 1024, 64, 0)
+    assert math.isnan(r.L_c2) and math.isnan(r.t_focus) and r.drift == 0.0
+
+
+# ----------------------------------------------------------------------------- robustness
+def test_focus_slope_in_log_inverse_eps():
+    pts = [(1e-4, 100 + 50 * np.log(1e4)), (1e-3, 100 + 50 * np.log(1e3)), (1e-2, math.nan)]
+    assert robustness.focus_slope(pts) == pytest.approx(50.0)
+    assert math.isnan(robustness.focus_slope(pts[1:]))
+
+
+def test_escape_rate_outside_when_theta_c2_not_reached(short_run):
+    rate, dom = robustness.escape_rate(short_run, stages.detect_run(short_run))
+    assert not dom and "θ_c² reached" in dom.reason
+
+
+# ----------------------------------------------------------------------------- pca
+def test_pca_phases_of_a_short_run(chain, short_run):
+    ph = pca_trajectories.phases("short", short_run, chain, 3, False)
+    assert not ph.found and not ph.escaped
+    assert 0 <= ph.cos_pi <= 1
+
+
+# ----------------------------------------------------------------------------- schemas
+def _page_values(schema, page):
+    import jupytext
+
+    nb = jupytext.read(page)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    ns = {}
+    exec(cell.source, ns)
+    return {k: v for k, v in ns.items() if k in schema.params}
+
+
+PAGES = {"cycle": training_pages.CYCLE, "finite_sample": training_pages.FINITE_SAMPLE,
+         "pca_trajectories": training_pages.PCA_PAGE, "robustness": training_pages.ROBUSTNESS}
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_defaults_validate_and_cost_about_a_minute(name, monkeypatch):
+    from pathlib import Path
+
+    schema = PAGES[name]
+    values = _page_values(schema, Path(__file__).parents[1] / "book" / "focus_dilution" / f"{name}.py")
+    cfg = schema.validate(values)
+    assert 5 < schema.estimate(cfg) < 600
+
+
+@pytest.mark.parametrize("name, over, match", [
+    ("cycle", dict(steps=1), "record_every"),
+    ("cycle", dict(n_samples=10**7, seq_len=10**6), "sampled tokens"),
+    ("robustness", dict(a_h_variants=[0.3, 0.7], b_h_variants=[0.5]), "same length"),
+    ("robustness", dict(deltas=[0.1, 0.4]), "0.0"),
+    ("robustness", dict(chain="dirichlet"), "hub"),
+])
+def test_bad_parameters_exit_before_running(name, over, match):
+    from pathlib import Path
+
+    schema = PAGES[name]
+    values = _page_values(schema, Path(__file__).parents[1] / "book" / "focus_dilution" / f"{name}.py")
+    with pytest.raises(params.ParameterError, match=match):
+        schema.validate({**values, **over})
+
+
+def test_real_text_reversed_mid_ranks_refused():
+    from pathlib import Path
+
+    values = _page_values(REAL_TEXT, Path(__file__).parents[1] / "book" / "focus_dilution" / "real_text.py")
+    REAL_TEXT.validate(values)
+    with pytest.raises(params.ParameterError, match="first ≤ last"):
+        REAL_TEXT.validate({**values, "mid_ranks": [40, 15]})
+    with pytest.raises(params.ParameterError, match="n_top"):
+        REAL_TEXT.validate({**values, "mid_ranks": [2, 40]})
