@@ -132,3 +132,44 @@ def test_cli_exit_codes(fake_book, tmp_path, monkeypatch):
     assert cli_sweep.run(args) == 2 and not (tmp_path / "o").exists()
     args = ap.parse_args(["sweep", "test/fake", "--random", "0"])
     assert cli_sweep.run(args) == 2
+
+
+def test_execute_pages_caches_and_reexecutes_when_the_library_changes(fake_book, tmp_path, monkeypatch):
+    import jupytext
+    from jupyter_cache import get_cache
+
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-v1")
+    cache, claims_dir = tmp_path / "jc", tmp_path / "claims"
+    assert parallel.execute_pages(["test/fake"], workers=1, root=fake_book, cache=cache, claims=claims_dir,
+                                  quiet=True) == {"test/fake": "ran"}
+    page = fake_book / "book" / "test" / "fake.py"
+    # myst-nb reads the page through jupytext and finds the executed notebook in the cache
+    rec = get_cache(str(cache)).match_cache_notebook(jupytext.reads(page.read_text(), fmt="py:percent"))
+    assert rec is not None and (claims_dir / "test__fake.json").exists()
+    assert parallel.execute_pages(["test/fake"], workers=1, root=fake_book, cache=cache, claims=claims_dir,
+                                  quiet=True) == {"test/fake": "cached"}
+    assert parallel.current_keys(fake_book)["test/fake"] == json.loads((cache / "attnflow-keys.json").read_text())["test/fake"]
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-v2")     # lib/ changed: nothing stale
+    assert parallel.current_keys(fake_book)["test/fake"] != json.loads((cache / "attnflow-keys.json").read_text())["test/fake"]
+    parallel.drop_from_cache(cache, ["test/fake"], root=fake_book)
+    with pytest.raises(KeyError):
+        get_cache(str(cache)).match_cache_notebook(jupytext.reads(page.read_text(), fmt="py:percent"))
+
+
+def test_atlas_report_from_a_sweep_table(fake_book, tmp_path, monkeypatch):
+    from attnflow import atlas
+
+    lib = parallel.library_hash()
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: lib)
+    points = parallel.grid_points("test/fake", ["x=0.5,4.0,9.5"], root=fake_book)
+    table = parallel.sweep("test/fake", points, output=tmp_path / "s", workers=1, root=fake_book, quiet=True)
+    d = tmp_path / "atlas"
+    d.mkdir()
+    table.to_parquet(d / "atlas.parquet", index=False)
+    (d / "provenance.json").write_text(json.dumps({"commit": "0123456789abc", "profile": "smoke", "date": "today"}))
+    rep = atlas.atlas_report(d)
+    assert rep.n_points == 3 and rep.n_failed_points == 1 and rep.n_error_points == 0 and rep.commit == "0123456789"
+    assert sorted(rep.points["outcome"]) == ["all pass", "failed", "some outside domain"]
+    assert abs(rep.frac_clean - 2 / 3) < 1e-12 and rep.frac_clean_lo < 2 / 3 < rep.frac_clean_hi
+    row = rep.rates[rep.rates["claim"] == "A2"].iloc[0]
+    assert row["checks"] == 3 and abs(row["fail"] - 1 / 3) < 1e-12 and abs(row["outside"] - 1 / 3) < 1e-12

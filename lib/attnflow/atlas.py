@@ -1,0 +1,247 @@
+"""Where the claims hold: the atlas of random sweeps of the theory pages (issue 13).
+
+    python -m attnflow.atlas --draws 20 --workers 2                 # regenerate data/atlas/ locally
+    python -m attnflow.atlas --draws 20 --scheduler tcp://HOST:8786  # the same on a Dask cluster
+
+runs ``attnflow.parallel.sweep`` over ``book/sweeps.yml``'s space of every theory page (smoke
+profile, ``--draws`` random valid points each) and writes one tidy table ``data/atlas/atlas.parquet``
+plus ``data/atlas/provenance.json`` (commit, profile, seeds, date, command, library hash). The
+atlas page reads only those committed files: :func:`atlas_report` derives per-claim rates of pass /
+outside domain / fail, per-point outcomes and figures of where in parameter space claims fail.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from attnflow.report import PageReport
+
+__all__ = ["THEORY_PAGES", "AtlasReport", "atlas_report", "point_outcomes", "claim_rates", "regenerate"]
+
+THEORY_PAGES = ("sharpening/lemma1_rescaling", "sharpening/scalar_reduction", "sharpening/line_theorem",
+                "sharpening/growth_rates", "sharpening/sharpening_mechanism", "focus_dilution/condensation",
+                "focus_dilution/unigram_saddle", "focus_dilution/focus", "focus_dilution/dilution",
+                "focus_dilution/escape")
+OUTCOMES = ("all pass", "some outside domain", "not reproduced", "failed", "page error")
+OUTCOME_COLORS = {"all pass": "#4c9a2a", "some outside domain": "#9aa5b1", "not reproduced": "#e0a03a",
+                  "failed": "#c0392b", "page error": "#5b2c6f"}
+# The two parameters shown against each other per paper (both are in every page's sweep space of that paper).
+AXES = {"sharpening": ("a0", "b0"), "focus_dilution": ("a_h", "b_h")}
+
+
+def default_dir(root: Path | None = None) -> Path:
+    from attnflow import runner
+
+    return (root or runner.book_root()) / "data" / "atlas"
+
+
+def point_outcomes(table):
+    """One row per point: page, key, outcome (OUTCOMES), counts of each verdict, and the p_* columns."""
+    import pandas as pd
+
+    rows = []
+    for key, g in table.groupby("key", sort=False):
+        v = g["verdict"].dropna()
+        status = g["status"].iloc[0]
+        if status in ("error", "crashed", "refused") and (v == "fail").sum() == 0:
+            outcome = "page error"
+        elif (v == "fail").any() or status in ("error", "crashed"):
+            outcome = "failed"
+        elif (v == "disagrees").any():
+            outcome = "not reproduced"
+        elif (v == "outside").any():
+            outcome = "some outside domain"
+        else:
+            outcome = "all pass"
+        row = dict(key=key, page=g["page"].iloc[0], outcome=outcome, status=status, wall_s=float(g["wall_s"].iloc[0]),
+                   error=g["error"].iloc[0] or "", n_pass=int((v == "pass").sum()), n_outside=int((v == "outside").sum()),
+                   n_fail=int((v == "fail").sum()), n_disagrees=int((v == "disagrees").sum()))
+        row.update({c: g[c].iloc[0] for c in g.columns if c.startswith("p_")})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def claim_rates(table):
+    """Per page and claim id: the number of checks and the fraction pass / outside / fail / disagrees."""
+    v = table.dropna(subset=["verdict"])
+    counts = v.groupby(["page", "claim", "verdict"]).size().unstack(fill_value=0)
+    for col in ("pass", "outside", "fail", "disagrees"):
+        if col not in counts:
+            counts[col] = 0
+    counts = counts[["pass", "outside", "fail", "disagrees"]]
+    total = counts.sum(axis=1)
+    rates = counts.div(total, axis=0)
+    rates["checks"] = total
+    return rates.reset_index()
+
+
+@dataclass
+class AtlasReport(PageReport):
+    """The atlas of one committed sweep (numbers glued into the atlas page)."""
+
+    provenance: dict
+    points: object = field(repr=False)           # pandas DataFrame, one row per point
+    rates: object = field(repr=False)            # pandas DataFrame, one row per (page, claim)
+    n_points: int = 0
+    n_pages: int = 0
+    min_draws: int = 0
+    frac_clean: float = float("nan")             # points whose every claim passed or was outside its domain
+    frac_clean_lo: float = float("nan")          # its 95% Wilson interval
+    frac_clean_hi: float = float("nan")
+    n_failed_points: int = 0
+    n_error_points: int = 0
+    commit: str = ""
+    date: str = ""
+    profile: str = ""
+
+    def page_table(self):
+        """Per page: points, outcome counts and median wall time."""
+        from attnflow import display
+
+        rows = []
+        for page, g in self.points.groupby("page", sort=False):
+            counts = g["outcome"].value_counts()
+            rows.append({"page": page, "points": len(g), **{o: int(counts.get(o, 0)) for o in OUTCOMES},
+                         "median s": float(g["wall_s"].median())})
+        return display.table(rows, floatfmt="{:.0f}")
+
+    def failing_claims(self):
+        """The claims that failed at least once, with their rates (empty table when none)."""
+        from attnflow import display
+
+        bad = self.rates[(self.rates["fail"] > 0) | (self.rates["disagrees"] > 0)]
+        rows = [{"page": r.page, "claim": r.claim, "checks": int(r.checks), "pass": r._asdict()["pass"],
+                 "outside": r.outside, "fail": r.fail, "not reproduced": r.disagrees} for r in bad.itertuples()]
+        return display.table(rows or [{"page": "—", "claim": "no claim failed", "checks": 0}], floatfmt="{:.2f}")
+
+    def figures(self) -> list:
+        """Per paper: the two parameters of AXES against each other, one marker per point, coloured by outcome."""
+        from attnflow import plotting
+
+        figs = []
+        for paper, (x, y) in AXES.items():
+            pts = self.points[self.points["page"].str.startswith(paper + "/")]
+            if pts.empty or f"p_{x}" not in pts or f"p_{y}" not in pts:
+                continue
+            pages = list(dict.fromkeys(pts["page"]))
+            fig, axes = plotting.subplots(1, len(pages), width=2.3, height=2.4, squeeze=False)
+            for ax, page in zip(axes[0], pages):
+                g = pts[pts["page"] == page]
+                for outcome in OUTCOMES:
+                    h = g[g["outcome"] == outcome]
+                    xs, ys = h[f"p_{x}"].astype(float), h[f"p_{y}"].astype(float)
+                    ax.scatter(xs, ys, s=18, color=OUTCOME_COLORS[outcome], label=outcome, edgecolor="none")
+                ax.set(title=page.split("/")[1].replace("_", " "), xlabel=x)
+                if x in ("a0", "b0"):
+                    ax.set_xscale("log")
+                    ax.set_yscale("log")
+            axes[0][0].set_ylabel(y)
+            handles, labels = axes[0][0].get_legend_handles_labels()
+            seen = {}
+            for ax in axes[0]:
+                for h, l in zip(*ax.get_legend_handles_labels()):
+                    seen.setdefault(l, h)
+            fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=len(seen), frameon=False,
+                       bbox_to_anchor=(0.5, -0.08), fontsize="small")
+            fig.suptitle(f"{paper.replace('_', '–')}: outcome of each random point", y=1.02)
+            figs.append(fig)
+        return figs
+
+    def check_claims(self) -> None:
+        """The sweep's own health: every drawn point was accepted and ran to its end (no page error)."""
+        from attnflow import claims, stats
+
+        dom = claims.domain(stats.enough_seeds(self.n_points, 20))
+        claims.check("ATLAS1", self.n_error_points, 0, atol=0, what="sweep points that raised or were refused "
+                     "although drawn from the schema", domain=dom)
+
+
+def atlas_report(directory: str | Path | None = None) -> AtlasReport:
+    """Read the committed sweep table and derive the atlas."""
+    import pandas as pd
+
+    from attnflow import stats
+
+    d = Path(directory) if directory else default_dir()
+    table = pd.read_parquet(d / "atlas.parquet")
+    prov = json.loads((d / "provenance.json").read_text(encoding="utf-8"))
+    points = point_outcomes(table)
+    clean = points["outcome"].isin(["all pass", "some outside domain"])
+    fr = stats.fraction(clean.to_numpy()) if len(points) else None
+    per_page = points.groupby("page").size()
+    return AtlasReport(
+        provenance=prov, points=points, rates=claim_rates(table), n_points=len(points), n_pages=int(per_page.size),
+        min_draws=int(per_page.min()) if len(per_page) else 0,
+        frac_clean=fr.value if fr else float("nan"), frac_clean_lo=fr.lo if fr else float("nan"),
+        frac_clean_hi=fr.hi if fr else float("nan"), n_failed_points=int((points["outcome"] == "failed").sum()),
+        n_error_points=int((points["outcome"] == "page error").sum()), commit=str(prov.get("commit", ""))[:10],
+        date=str(prov.get("date", "")), profile=str(prov.get("profile", "")))
+
+
+def regenerate(pages: Sequence[str] = THEORY_PAGES, *, draws: int = 20, seed: int = 0, profile: str = "smoke",
+               workers: int = 2, scheduler: str | None = None, output: Path | None = None) -> Path:
+    """Run the sweeps and write ``atlas.parquet`` + ``provenance.json`` (resumable: part files per page)."""
+    import pandas as pd
+
+    from attnflow import parallel, runner
+
+    root = runner.book_root()
+    out = Path(output) if output else default_dir(root)
+    frames = []
+    for page in pages:
+        points = parallel.draw_points(page, draws, seed=seed, profile=profile)
+        frames.append(parallel.sweep(page, points, profile=profile, output=out / "sweeps" / page.replace("/", "__"),
+                                     workers=workers, scheduler=scheduler))
+    table = pd.concat(frames, ignore_index=True)
+    table = table.astype({c: "object" for c in table.columns if c.startswith("p_")})
+    for c in [c for c in table.columns if c.startswith("p_")]:
+        table[c] = table[c].map(lambda v: json.dumps(v) if isinstance(v, (list, tuple, dict)) else v).astype(str)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(out / "atlas.parquet", index=False)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    prov = dict(commit=commit, profile=profile, draws=draws, seed=seed, pages=list(pages),
+                date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), library=parallel.library_hash(root),
+                command="python -m attnflow.atlas " + " ".join(sys.argv[1:]))
+    (out / "provenance.json").write_text(json.dumps(prov, indent=1), encoding="utf-8")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m attnflow.atlas", description="Regenerate the atlas sweep table.")
+    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", default="smoke")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--scheduler", default=None)
+    ap.add_argument("--output", default=None)
+    ap.add_argument("pages", nargs="*", help="default: every theory page")
+    a = ap.parse_args(argv)
+    out = regenerate(a.pages or THEORY_PAGES, draws=a.draws, seed=a.seed, profile=a.profile, workers=a.workers,
+                     scheduler=a.scheduler, output=Path(a.output) if a.output else None)
+    print(f"atlas: {out / 'atlas.parquet'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def _schema():
+    from attnflow.params import Param, Schema
+
+    return Schema("atlas", atlas_dir=Param(str, doc="folder of the committed sweep table (atlas.parquet, provenance.json), "
+                                                     "relative to the page's folder"))
+
+
+ATLAS_SCHEMA = _schema()
