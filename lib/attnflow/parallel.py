@@ -414,11 +414,11 @@ def execute_pages(pages: Iterable[str] | None = None, *, workers: int = 2, root:
 
             for fut in as_completed(futures):
                 page, k = futures[fut]
-                ok, msg, nb_file, claims_file = fut.result()
+                ok, msg, nb_file, claims_file, seconds = fut.result()
                 if ok:
                     _, path = runner.resolve_page(page, root)
-                    store.cache_notebook_bundle(_bundle(jupytext.read(path), nbformat.read(nb_file, as_version=4), path),
-                                                check_validity=False, overwrite=True)
+                    store.cache_notebook_bundle(_bundle(jupytext.read(path), nbformat.read(nb_file, as_version=4), path,
+                                                        seconds), check_validity=False, overwrite=True)
                     shutil.copy(claims_file, records / (page.replace("/", "__") + ".json"))
                     shutil.copy(claims_file, claims / (page.replace("/", "__") + ".json"))
                     manifest[page] = k
@@ -435,7 +435,7 @@ def execute_pages(pages: Iterable[str] | None = None, *, workers: int = 2, root:
     return status
 
 
-def _bundle(source_nb, executed, path: Path):
+def _bundle(source_nb, executed, path: Path, seconds: float = float("nan")):
     """The page as myst-nb reads it (same cells and metadata, so the cache key matches) with the
     outputs of the executed run (papermill's own cell metadata and injected cell left out)."""
     from jupyter_cache.base import CacheBundleIn
@@ -446,11 +446,12 @@ def _bundle(source_nb, executed, path: Path):
         raise RuntimeError(f"{path}: executed notebook has {len(ran)} code cells, the page {len(code)}")
     for c, r in zip(code, ran):
         c.outputs, c.execution_count = r.outputs, r.execution_count
-    return CacheBundleIn(nb=source_nb, uri=str(path), data={"attnflow": "parallel.execute_pages"})
+    return CacheBundleIn(nb=source_nb, uri=str(path), data={"attnflow": "parallel.execute_pages",
+                                                            "execution_seconds": seconds})
 
 
-def _execute_one(page: str, out_dir: str, root: str) -> tuple[bool, str, str, str]:
-    """Run one page at its defaults (in a worker); (ok, message, notebook path, claims path)."""
+def _execute_one(page: str, out_dir: str, root: str) -> tuple[bool, str, str, str, float]:
+    """Run one page at its defaults (in a worker); (ok, message, notebook path, claims path, seconds)."""
     from attnflow.device import single_threaded
 
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -458,10 +459,10 @@ def _execute_one(page: str, out_dir: str, root: str) -> tuple[bool, str, str, st
         with single_threaded():
             res = runner.run_page(page, output=out_dir, root=Path(root))
     except (RunError, runner.PageFailed) as e:
-        return False, str(e).splitlines()[0] if str(e) else type(e).__name__, "", ""
+        return False, str(e).splitlines()[0] if str(e) else type(e).__name__, "", "", float("nan")
     if res.failed:
-        return False, f"{res.failed} claims failed", str(res.notebook), str(res.claims_file)
-    return True, "", str(res.notebook), str(res.claims_file)
+        return False, f"{res.failed} claims failed", str(res.notebook), str(res.claims_file), res.seconds
+    return True, "", str(res.notebook), str(res.claims_file), res.seconds
 
 
 def current_keys(root: Path | None = None) -> dict[str, str]:
