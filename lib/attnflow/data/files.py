@@ -20,7 +20,14 @@ import torch
 __all__ = ["DataFileError", "data_dir", "cache_dir", "manifest", "verified_path", "read_jsonl",
            "sha256_file", "cached", "REBUILD"]
 
-REBUILD = "make data"  # the command that regenerates data/ (scripts/make_data.py)
+REBUILD = "make data"  # the command that regenerates data/ (scripts/make_data.py; needs the package index)
+RESTORE = "git checkout -- data/"  # the offline remedy in a checkout: the committed files
+
+
+def _remedy(what: str = "it") -> str:
+    """What to do about a missing or damaged data file, offline remedy first."""
+    return (f"run `{REBUILD}` to regenerate {what}, or offline restore the committed files with `{RESTORE}` "
+            "(outside a checkout: reinstall attnflow)")
 _CACHE_FORMAT = 1      # bump when the layout of cached objects changes
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256 already checked
 
@@ -47,8 +54,8 @@ def data_dir(override: str | os.PathLike | None = None) -> Path:
     root = _repo_root()
     if root is None:
         raise DataFileError("cannot find the attnflow data folder (data/MANIFEST.json) next to the package "
-                            "or above the current directory; set ATTNFLOW_DATA_DIR or run "
-                            f"`{REBUILD}` in the repository")
+                            "or above the current directory; set ATTNFLOW_DATA_DIR, or in the repository "
+                            + _remedy("data/"))
     return root / "data"
 
 
@@ -71,11 +78,11 @@ def manifest(directory: Path) -> dict:
     path = directory / "MANIFEST.json"
     if not path.exists():
         raise DataFileError(f"{path} is missing, so the stand-in data cannot be checked; "
-                            f"run `{REBUILD}` to regenerate data/")
+                            + _remedy("data/"))
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise DataFileError(f"{path} is not valid JSON ({err}); run `{REBUILD}` to regenerate data/") from err
+        raise DataFileError(f"{path} is not valid JSON ({err}); " + _remedy("data/")) from err
 
 
 def verified_path(filename: str, directory: str | os.PathLike | None = None) -> tuple[Path, str]:
@@ -84,17 +91,17 @@ def verified_path(filename: str, directory: str | os.PathLike | None = None) -> 
     entry = manifest(d).get("files", {}).get(filename)
     path = d / filename
     if entry is None:
-        raise DataFileError(f"{path} is not listed in {d / 'MANIFEST.json'}; run `{REBUILD}` to regenerate data/")
+        raise DataFileError(f"{path} is not listed in {d / 'MANIFEST.json'}; " + _remedy("data/"))
     if not path.exists():
-        raise DataFileError(f"{path} is missing; run `{REBUILD}` to regenerate it "
-                            "(scripts/make_data.py derives it from pinned registry packages)")
+        raise DataFileError(f"{path} is missing; " + _remedy()
+                            + " (scripts/make_data.py derives it from pinned registry packages)")
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     digest = _verified.get(key) or sha256_file(path)
     if digest != entry["sha256"]:
         raise DataFileError(f"{path} does not match its sha256 in {d / 'MANIFEST.json'} (expected "
                             f"{entry['sha256'][:12]}..., found {digest[:12]}...): the file is corrupt or "
-                            f"stale; run `{REBUILD}` to regenerate it")
+                            "stale; " + _remedy())
     _verified[key] = digest
     return path, digest
 
@@ -106,8 +113,7 @@ def read_jsonl(path: Path) -> list[dict]:
         with opener(path, "rt", encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
     except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFileError(f"{path} cannot be read ({type(err).__name__}: {err}); "
-                            f"run `{REBUILD}` to regenerate it") from err
+        raise DataFileError(f"{path} cannot be read ({type(err).__name__}: {err}); " + _remedy()) from err
 
 
 def cached(kind: str, key: dict[str, Any], build: Callable[[], Any]) -> Any:

@@ -4,6 +4,10 @@ stand-in) and the one line that says so.
 ``source="auto"``: the real dataset when it can be had without waiting (Hub reachable, or a copy in
 the local HF cache when ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE`` is set), else the stand-in.
 ``source="hub"``: the real dataset or an error saying why not. ``source="standin"``: the stand-in.
+Every wait on the Hub is bounded: the reachability probe (``PROBE_SECONDS``) and then the whole
+load (``HUB_DEADLINE_SECONDS``, env ``ATTNFLOW_HUB_DEADLINE``): a Hub that answers the probe and
+then stalls costs at most that long before the stand-in is used (``"auto"``, with a one-line
+notice) or a :class:`DataSourceError` is raised (``"hub"``).
 ``data_files=`` (with ``"auto"`` or ``"hub"``) loads real-format records from local files through
 ``datasets`` (json, csv/tsv or parquet), mapped exactly like the Hub copy: this is how the hub path
 is tested offline, and how a reader uses a copy of a dataset fetched elsewhere.
@@ -12,16 +16,19 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Spec", "Resolved", "DataSourceError", "resolve", "announce", "SOURCES", "hf_offline"]
+__all__ = ["Spec", "Resolved", "DataSourceError", "resolve", "announce", "SOURCES", "hf_offline", "hub_deadline",
+           "HUB_DEADLINE_SECONDS"]
 
 SOURCES = ("auto", "hub", "standin")
 PROBE_SECONDS = 3.0
+HUB_DEADLINE_SECONDS = 60.0   # the whole load from the Hub (all revisions tried), probe excluded
 _probe_result: dict[str, str | None] = {}
 
 
@@ -83,6 +90,41 @@ def _hub_unreachable() -> str | None:
         _probe_result[endpoint] = outcome[0]
     reason = _probe_result[endpoint]
     return None if reason is None else f"{endpoint} unreachable ({reason})"
+
+
+def hub_deadline() -> float:
+    """Seconds a load from the Hub may take in all (``$ATTNFLOW_HUB_DEADLINE``, else the default)."""
+    try:
+        value = float(os.environ.get("ATTNFLOW_HUB_DEADLINE", HUB_DEADLINE_SECONDS))
+    except ValueError:
+        return HUB_DEADLINE_SECONDS
+    return value if value > 0 else HUB_DEADLINE_SECONDS
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _within(deadline: float, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a daemon thread, waiting at most until ``deadline`` (a
+    ``time.monotonic()`` value); raises _Deadline when it has not returned by then (the thread is
+    left to finish or fail on its own: a stalled socket cannot be interrupted from here)."""
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = err
+
+    t = threading.Thread(target=target, name="attnflow-hub-load", daemon=True)
+    t.start()
+    t.join(max(0.0, deadline - time.monotonic()))
+    if t.is_alive():
+        raise _Deadline()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _in_local_cache(hub_id: str) -> bool:
@@ -164,9 +206,14 @@ def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | 
         revisions = [load_kwargs.pop("revision", None)]
         if revisions[0] is None and spec.alt_revision and hub_id == spec.hub_id:
             revisions.append(spec.alt_revision)
+        limit = hub_deadline()
+        deadline = time.monotonic() + limit
         for revision in revisions:
             try:
-                ds = datasets.load_dataset(hub_id, config, revision=revision, **load_kwargs)
+                ds = _within(deadline, datasets.load_dataset, hub_id, config, revision=revision, **load_kwargs)
+            except _Deadline:
+                reason = f"loading {hub_id} did not finish within {limit:g} s (ATTNFLOW_HUB_DEADLINE)"
+                break
             except Exception as err:  # noqa: BLE001 - reported, then the stand-in (auto) or an error (hub)
                 first = (str(err).splitlines() or [""])[0][:160]
                 reason = reason or f"loading {hub_id} failed: {type(err).__name__}: {first}"
