@@ -2,16 +2,20 @@
 
 ``equation(name, expr)`` displays ``sympy.latex(expr)`` (the expression that was checked, not
 a retyped copy) and glues it under ``name`` for ``{glue:math}`` in the text; ``number(name, x)``
-glues a value for ``{glue:text}`name`:.4f``` so prose never carries hand-typed numbers.
+glues a value for ``{glue:text}`name`:.4f``` so prose never carries hand-typed numbers (a
+negative zero is glued as 0.0; a tiny negative value that a format rounds to "-0.0000" is
+unsigned by the book's Sphinx extension, ``attnflow.sphinx_ext``); ``table(rows)`` and
+``sentence(mapping)`` show a result without printing a raw dict.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sympy as sp
 from IPython.display import Math, display
 
-__all__ = ["equation", "number", "table"]
+__all__ = ["equation", "number", "table", "sentence", "unsigned_zero"]
 
 
 def _glue(name: str, value: Any, display_it: bool) -> None:
@@ -37,8 +41,31 @@ def number(name: str, value: Any, show: bool = False) -> Any:
     """Glue a number (float/int/str) for use in the prose."""
     if hasattr(value, "item"):
         value = value.item()
+    value = unsigned_zero(value)
     _glue(name, value, display_it=show)
     return value
+
+
+def unsigned_zero(value: Any) -> Any:
+    """-0.0 -> 0.0 (other values unchanged), so no glued number reads "-0"."""
+    if isinstance(value, float) and value == 0.0:
+        return 0.0
+    return value
+
+
+def unsigned_zero_text(text: str) -> str:
+    """A formatted number that reads as zero loses its sign: "-0.0000" -> "0.0000", "-0%" -> "0%",
+    "-0.00e+00" -> "0.00e+00"; anything else ("-0.0001", "-1e-09", "x-0") is unchanged."""
+    t = text.strip()
+    if t[:1] in ("-", "\u2212") and re.fullmatch(r"0*\.?0*(?:[eE][-+]?\d+)?%?", t[1:]) and "0" in t[1:].split("e")[0].split("E")[0]:
+        return text.replace(t, t[1:], 1)
+    return text
+
+
+def _fmt_float(floatfmt: str, v: Any) -> str:
+    if v != v:
+        return "—"
+    return unsigned_zero_text(floatfmt.format(unsigned_zero(float(v))))
 
 
 def table(rows: list[dict[str, Any]], floatfmt: str = "{:.4g}"):
@@ -46,4 +73,12 @@ def table(rows: list[dict[str, Any]], floatfmt: str = "{:.4g}"):
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    return df.style.format({c: floatfmt.format for c in df.columns if df[c].dtype.kind == "f"}).hide(axis="index")
+    fmt = {c: (lambda v, f=floatfmt: _fmt_float(f, v)) for c in df.columns if df[c].dtype.kind == "f"}
+    return df.style.format(fmt).hide(axis="index")
+
+
+def sentence(values: dict[str, Any], floatfmt: str = "{:.4g}") -> str:
+    """``{"a": 1.0, "b": 2}`` -> ``"a = 1, b = 2"``: a result dict as one readable line."""
+    def f(v):
+        return _fmt_float(floatfmt, v) if isinstance(v, float) else str(v)
+    return ", ".join(f"{k} = {f(v)}" for k, v in values.items())

@@ -338,6 +338,31 @@ def _plain_titles(app, doctree) -> None:
             _math_to_text(store[doc])
 
 
+def plain_search_titles(index: dict) -> dict:
+    """Section titles of the search index (``alltitles``) with their TeX as Unicode text.
+
+    Sphinx indexes a heading by ``astext()``, so a title with math reads "saddle \\theta_c^1" in
+    search results; only titles holding a TeX command are touched."""
+    titles = index.get("alltitles")
+    if isinstance(titles, dict):
+        index["alltitles"] = {(tex_to_unicode(k) if re.search(r"\\[A-Za-z]", k) else k): v for k, v in titles.items()}
+    return index
+
+
+def _plain_search(app, exc) -> None:
+    if exc is not None or app.builder.format != "html":
+        return
+    path = Path(app.outdir) / "searchindex.js"
+    if not path.is_file():
+        return
+    text = path.read_text(encoding="utf-8")
+    head, tail = "Search.setIndex(", ")"
+    if not (text.startswith(head) and text.rstrip().endswith(tail)):
+        return
+    index = plain_search_titles(json.loads(text[len(head):text.rstrip().rindex(tail)]))
+    path.write_text(head + json.dumps(index, separators=(",", ":"), ensure_ascii=False) + tail, encoding="utf-8")
+
+
 # --- glued numbers ----------------------------------------------------------------------------
 
 def _unsigned_zeros(app, doctree, fromdocname) -> None:
@@ -385,9 +410,11 @@ def _proof_domain():
                 node = result[0]
                 label = node["label"]
                 number = str(self.config.attnflow_statement_numbers.get(label, "") or "")
-                if number:
-                    title = next(iter(node.findall(nodes.title)))
+                title = next(iter(node.findall(nodes.title)))
+                if number:                       # "Theorem " + "3" + " (Move along a line)"
                     title.insert(0, nodes.Text(number))
+                elif title.children and isinstance(title[0], nodes.Text):
+                    title[0] = nodes.Text(title[0].astext().lstrip())   # "Proposition " + "(…)"
                 info = self.env.proof_list[label]
                 info["attnflow_number"] = number
                 info["attnflow_title"] = self.arguments[0] if self.arguments else ""
@@ -508,4 +535,5 @@ def setup(app):
     app.connect("doctree-read", _plain_titles, priority=900)     # after Sphinx's title/toc collectors
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("build-finished", _prune_mathjax, priority=900)  # after sphinx-mathjax-offline's copy
+    app.connect("build-finished", _plain_search, priority=900)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,511 @@
+"""The book as a reader sees it (issue 12): unit tests of the reader-facing helpers, and a
+headless-Chromium check of a small built site at 1280 and 390 px.
+
+The browser part builds a three-page mini-book in a temporary folder with the repository's own
+``_config.yml``, stylesheet and Sphinx extension (a prose page, the claims ledger and one small
+notebook page with math, statement boxes, a wide equation, glued numbers, claim lines, a pandas
+table and a three-panel figure), serves it on 127.0.0.1 and renders each page in Debian's
+``chromium`` (``apt-get install -y chromium``); it is skipped, with that message, when Chromium
+is absent. A script injected at the top of every served page records console errors, failed
+resource loads and uncaught exceptions, waits for MathJax, and measures the layout; Chromium's
+``--dump-dom`` hands the result back. ``ATTNFLOW_BROWSER_SITE=_build/html`` checks a built book
+instead of the mini-book (every page, or those in ``ATTNFLOW_BROWSER_PAGES``, comma-separated).
+"""
+from __future__ import annotations
+
+import html
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from functools import partial
+from pathlib import Path
+
+import pytest
+from docutils import nodes
+
+from attnflow import display, plotting, sphinx_ext
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDTHS = (1280, 390)
+
+
+# --- unit tests: navigation titles, glued numbers, scripts, MathJax pruning --------------------
+
+@pytest.mark.parametrize("tex, text", [
+    (r"\theta_c^1", "θ_c¹"),
+    (r"\log t", "log t"),
+    (r"\log^2 t", "log² t"),
+    (r"\eta_{QK}/\eta_{OV}", "η_QK/η_OV"),
+    (r"\Theta(\delta)", "Θ(δ)"),
+    (r"\frac{a}{b+1}", "a/(b+1)"),
+    (r"\mathbb{E}\left[x_1\right]", "𝔼[x₁]"),
+    (r"e^{b}/n", "e^b/n"),
+])
+def test_tex_to_unicode(tex, text):
+    assert sphinx_ext.tex_to_unicode(tex) == text
+
+
+def test_titles_lose_math_but_keep_text():
+    title = nodes.title("", "", nodes.Text("The unigram saddle "), nodes.math(r"\theta_c^1", r"\theta_c^1"),
+                        nodes.Text(" and its mode"))
+    sphinx_ext._math_to_text(title)
+    assert not list(title.findall(nodes.math))
+    assert title.astext() == "The unigram saddle θ_c¹ and its mode"
+
+
+@pytest.mark.parametrize("text, fixed", [
+    ("-0.0000", "0.0000"), ("-0", "0"), ("-0%", "0%"), ("-0.00e+00", "0.00e+00"), ("\u22120.000", "0.000"),
+    ("-0.0001", "-0.0001"), ("-1e-09", "-1e-09"), ("x-0", "x-0"), ("0.5", "0.5"), ("-", "-"),
+])
+def test_unsigned_zero_text(text, fixed):
+    assert display.unsigned_zero_text(text) == fixed
+
+
+def test_number_and_tables_never_show_negative_zero():
+    assert str(display.unsigned_zero(-0.0)) == "0.0"
+    assert display.unsigned_zero(-1e-9) == -1e-9           # values are kept, only "-0" text goes
+    assert display.sentence({"a": -1e-9, "b": 2, "c": float("nan")}, "{:.3f}") == "a = 0.000, b = 2, c = —"
+    out = display.table([{"x": -1e-9, "y": 1.5}], floatfmt="{:.3f}").to_html()
+    assert "-0.000" not in out and "0.000" in out and "1.500" in out
+
+
+def test_pasted_negative_zero_is_unsigned():
+    tree = nodes.paragraph()
+    tree += nodes.inline("-0.0000", "-0.0000", classes=["pasted-text"])
+    tree += nodes.inline("-0.0002", "-0.0002", classes=["pasted-text"])
+    sphinx_ext._unsigned_zeros(None, tree, "x")
+    assert [n.astext() for n in tree.findall(nodes.inline)] == ["0.0000", "-0.0002"]
+
+
+def test_duplicate_inline_scripts_are_dropped():
+    from sphinx.builders.html._assets import _JavaScript
+
+    body = 'const THEBE_JS_URL = "x"'
+    scripts = [_JavaScript("_static/a.js"), _JavaScript(None, body=body), _JavaScript("", body=body),
+               _JavaScript("_static/a.js", priority=500)]
+    ctx = {"script_files": scripts}
+    sphinx_ext._dedupe_scripts(None, "p", "page.html", ctx, None)
+    assert [(j.filename, j.attributes.get("body")) for j in ctx["script_files"]] == [("_static/a.js", None), (None, body)]
+
+
+ENTRY_JS = ('x={autoload:(0,u.expandable)({cancel:["cancel","bcancel"],amscd:[[],["CD"]],'
+            'boldsymbol:["boldsymbol"]})};deps={"[tex]/cancel":["input/tex-base","[tex]/enclose"],'
+            '"[tex]/enclose":["input/tex-base"],"[tex]/amscd":["input/tex-base"]}')
+
+
+def test_mathjax_needed_follows_autoload_and_dependencies():
+    assert sphinx_ext.mathjax_needed(ENTRY_JS, r"\(a\)") == set()
+    assert sphinx_ext.mathjax_needed(ENTRY_JS, r"\[\cancel{x}\]") == {"cancel", "enclose"}
+    assert sphinx_ext.mathjax_needed(ENTRY_JS, r"\begin{CD} a \end{CD} \boldsymbol{x}") == {"amscd", "boldsymbol"}
+    assert sphinx_ext.mathjax_needed(ENTRY_JS, r"\require{cancel}") == {"cancel", "enclose"}
+
+
+def test_prune_mathjax_keeps_entry_fonts_and_needed_extensions(tmp_path):
+    mj = tmp_path / "_static" / "mathjax"
+    files = {"tex-chtml.js": ENTRY_JS, "tex-svg.js": "x" * 1000, "sre/mathmaps/en.json": "{}",
+             "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff": "w",
+             "input/tex/extensions/cancel.js": "c", "input/tex/extensions/enclose.js": "e",
+             "input/tex/extensions/amscd.js": "a"}
+    for rel, text in files.items():
+        (mj / rel).parent.mkdir(parents=True, exist_ok=True)
+        (mj / rel).write_text(text)
+    (tmp_path / "index.html").write_text(r"<p>\(\cancel{x}\)</p>")
+    before, after = sphinx_ext.prune_mathjax(tmp_path)
+    left = sorted(p.relative_to(mj).as_posix() for p in mj.rglob("*") if p.is_file())
+    assert left == ["input/tex/extensions/cancel.js", "input/tex/extensions/enclose.js",
+                    "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff", "tex-chtml.js"]
+    assert not (mj / "sre").exists() and after < before
+
+
+def test_environment_table_renders_code_spans():
+    cells = sphinx_ext._inline("takes a `seed` parameter, $x^2$")
+    assert [type(c).__name__ for c in cells] == ["Text", "literal", "Text", "math"]
+    assert "`" not in "".join(c.astext() for c in cells)
+
+
+# --- unit tests: figures ----------------------------------------------------------------------
+
+def test_subplots_width_is_capped_and_fonts_readable():
+    import matplotlib.pyplot as plt
+
+    plotting.use_style()
+    fig, axes = plotting.subplots(1, 4, width=3.2, height=2.8)
+    try:
+        w, h = fig.get_size_inches()
+        assert axes.shape == (1, 4) and w <= plotting.MAX_WIDTH + 1e-9 and h == pytest.approx(2.8)
+        smallest = min(plt.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize")
+                       if isinstance(plt.rcParams[k], float))
+        assert smallest >= plotting.SMALLEST_FONT_PT - 1e-9
+        assert smallest * plotting.display_scale(w) >= 8.0
+    finally:
+        plt.close(fig)
+
+
+def test_savefig_writes_provenance(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plotting.subplots()
+    ax[0, 0].plot([0, 1], [1, 0])
+    try:
+        out = plotting.savefig(fig, tmp_path / "f.png", page="sharpening/demo", parameters={"seed": 3, "lr": 0.5})
+        prov = plotting.read_provenance(out)
+        assert prov["page"] == "sharpening/demo"
+        assert json.loads(prov["parameters"]) == {"lr": 0.5, "seed": 3}
+        assert prov["commit"] and prov["attnflow"]
+        for fmt in ("pdf", "svg"):
+            plotting.savefig(fig, tmp_path / f"f.{fmt}", page="sharpening/demo", parameters={"seed": 3})
+        assert b"sharpening/demo" in (tmp_path / "f.svg").read_bytes()
+    finally:
+        plt.close(fig)
+
+
+def test_inline_formatter_writes_provenance():
+    import base64
+
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from attnflow import claims
+
+    shell = InteractiveShell.instance()
+    plotting.install_provenance_formatter(shell)
+    saved = dict(claims._state)
+    claims._state.update(page="focus_dilution/demo", parameters={"delta": 0.1})
+    fig, ax = plotting.subplots()
+    try:
+        data, _ = shell.display_formatter.format(fig, include={"image/png"})
+        prov = plotting.read_provenance(base64.b64decode(data["image/png"]))
+        assert prov["page"] == "focus_dilution/demo" and json.loads(prov["parameters"]) == {"delta": 0.1}
+    finally:
+        claims._state.update(saved)
+        plt.close(fig)
+
+
+def test_cell_ending_with_fig_shows_it_once():
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    backend, interactive = matplotlib.get_backend(), matplotlib.is_interactive()
+    shell = InteractiveShell.instance()
+    try:
+        from matplotlib_inline.backend_inline import configure_inline_support
+
+        plt.switch_backend("module://matplotlib_inline.backend_inline")
+        configure_inline_support(shell, "inline")
+        plt.ion()                                          # as %matplotlib inline does in a kernel
+        plotting.show_result_figure_once(shell)
+        plotting.show_result_figure_once(shell)           # idempotent: one hook
+        hooks = [cb for cb in shell.events.callbacks["post_execute"] if cb.__name__ == "_close_result_figure"]
+        assert len(hooks) == 1
+        shell.run_cell("import matplotlib.pyplot as plt", store_history=True)
+        with capture_output() as cap:
+            shell.run_cell("fig, ax = plt.subplots()\nax.plot([0, 1])\nfig", store_history=True)
+        assert len(cap.outputs) == 0 and not plt.get_fignums()  # shown as the result, not again
+        with capture_output() as cap:
+            shell.run_cell("fig, ax = plt.subplots()\nax.plot([0, 1]);", store_history=True)
+        assert len(cap.outputs) == 1                              # still shown once by the backend
+    finally:
+        plt.close("all")
+        configure_inline_support(shell, "agg")
+        plt.switch_backend(backend)
+        matplotlib.interactive(interactive)
+
+
+# --- the browser check ------------------------------------------------------------------------
+
+DEMO_PAGE = r'''# %% [markdown]
+# # Demo page: the saddle $\theta_c^1$ and $\log t$
+#
+# A numbered statement and an unnumbered one, each linked: {prf:ref}`thm-line` and
+# {prf:ref}`prop-demo`. A glued number that rounds to zero: {glue:text}`tiny:.4f`; a small
+# negative one: {glue:text}`neg:.4f`.
+#
+# ```{prf:theorem} Move along a line
+# :label: thm-line
+# The two scalars satisfy $\Psi - r\Phi = \mathrm{const}$.
+# ```
+#
+# ```{prf:proposition} An unnumbered statement
+# :label: prop-demo
+# A display equation much wider than the column:
+#
+# $$
+# \mathcal{L}(\theta)=\sum_{i=1}^{n}\pi_i\log\frac{\pi_i}{p_\theta(i)}+\frac{\lambda}{2}\|W_QW_K^\top\|_F^2
+# +\frac{\mu}{2}\|W_OW_V\|_F^2+\sum_{j=1}^{m}\sum_{k=1}^{m}\kappa_{jk}\,e^{\langle q_j,k_k\rangle}
+# $$
+#
+# and inline math too long for a phone,
+# $\operatorname{tr}\left(\begin{pmatrix}a_{11}&a_{12}&a_{13}&a_{14}&a_{15}&a_{16}&a_{17}&a_{18}\\a_{21}&a_{22}&a_{23}&a_{24}&a_{25}&a_{26}&a_{27}&a_{28}\end{pmatrix}\right)$.
+# ```
+#
+# A wide matrix outside a box:
+#
+# $$
+# M=\begin{pmatrix}m_{11}&m_{12}&m_{13}&m_{14}&m_{15}&m_{16}&m_{17}&m_{18}&m_{19}&m_{1,10}&m_{1,11}&m_{1,12}&m_{1,13}&m_{1,14}\\
+# m_{21}&m_{22}&m_{23}&m_{24}&m_{25}&m_{26}&m_{27}&m_{28}&m_{29}&m_{2,10}&m_{2,11}&m_{2,12}&m_{2,13}&m_{2,14}\end{pmatrix}
+# $$
+
+# %% tags=["hide-input"]
+from attnflow import claims, display, plotting
+
+claims.begin_page("demo/page", {"seed": 0, "width": 3})
+plotting.use_style()
+display.number("tiny", -1.0e-7)
+display.number("neg", -0.25)
+
+# %%
+claims.check("A2", 1.0000000001, 1.0, rtol=1e-8, what="a deliberately long description of the quantity that is measured here, so that the claim line is much wider than the output box",
+             tolerance="solver tolerance scaled to the quantity, explained next to the check", source="reconstruction")
+display.table([{"quantity": "validation", "value": 381.0, "spread": -1e-9}, {"quantity": "test", "value": 12.5, "spread": 0.25}])
+
+# %%
+fig, axes = plotting.subplots(1, 3)
+for k, ax in enumerate(axes[0]):
+    ax.plot([0, 1, 2], [0, k, 2 * k], label=f"panel {k}")
+    ax.set_xlabel("time $t$")
+    ax.legend()
+fig
+
+# %% tags=["hide-input"]
+claims.finish()
+'''
+
+DEMO_INTRO = r"""# A mini-book
+
+A prose page in the book's settings: a citation {cite:p}`vashisht26a`, inline math
+$\eta_{QK}/\eta_{OV}$, a code span `make book`, and a link to the [demo page](demo/page).
+"""
+
+DEMO_TOC = """format: jb-book
+root: book/intro
+chapters:
+- file: book/demo/page
+- file: book/claims
+- file: book/bibliography
+"""
+
+
+def build_minibook(dest: Path) -> Path:
+    """Build the mini-book in ``dest`` with the repository's config, stylesheet and extension."""
+    book = dest / "book"
+    (book / "demo").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", dest / "_config.yml")
+    (dest / "_toc.yml").write_text(DEMO_TOC, encoding="utf-8")
+    for name in ("claims.md", "bibliography.md", "references.bib"):
+        shutil.copy(ROOT / "book" / name, book / name)
+    (book / "intro.md").write_text(DEMO_INTRO, encoding="utf-8")
+    shutil.copytree(ROOT / "book" / "_static", book / "_static")
+    (book / "demo" / "page.py").write_text(DEMO_PAGE, encoding="utf-8")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("ATTNFLOW_CLAIMS_DIR", None)
+    run = subprocess.run([str(jb), "build", str(dest), "-W", "-n", "--keep-going"], cwd=dest, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, f"mini-book build failed:\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
+    return dest / "_build" / "html"
+
+
+PROBE = r"""<script>
+(function () {
+  var R = window.__attnflow = {errors: []};
+  window.addEventListener('error', function (e) {
+    var t = e.target;
+    if (t && t !== window && (t.src || t.href)) R.errors.push('failed to load ' + (t.src || t.href));
+    else R.errors.push(String(e.message || e.error || e));
+  }, true);
+  window.addEventListener('unhandledrejection', function (e) { R.errors.push('unhandled rejection: ' + e.reason); });
+  var ce = console.error;
+  console.error = function () { R.errors.push(Array.prototype.join.call(arguments, ' ')); return ce.apply(console, arguments); };
+  function label(el) {
+    var c = (typeof el.className === 'string' && el.className) ? '.' + el.className.trim().split(/\s+/).slice(0, 2).join('.') : '';
+    return el.tagName.toLowerCase() + c;
+  }
+  function scrolls(el, stop) {
+    for (var a = el.parentElement; a && a !== stop; a = a.parentElement) {
+      var o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll') return a;
+    }
+    return null;
+  }
+  function measure() {
+    var col = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+    var right = col.getBoundingClientRect().right + 1, wide = [], outs = [];
+    col.querySelectorAll('*').forEach(function (el) {
+      var r = el.getBoundingClientRect();
+      if (!r.width || r.right <= right) return;
+      var box = scrolls(el, col);
+      if (box && box.getBoundingClientRect().right <= right) return;   // scrolls inside a box that fits
+      wide.push(label(el) + ' ' + Math.round(r.width) + 'px');
+    });
+    col.querySelectorAll('div.cell_output pre').forEach(function (el) {
+      if (el.scrollWidth > el.clientWidth + 1) outs.push(el.textContent.slice(0, 80));
+    });
+    var text = col.innerText;
+    var prose = Array.prototype.filter.call(col.querySelectorAll('p, li, h1, h2, h3, td, th, div.math, span.math'),
+      function (el) { return !el.closest('pre, code, .cell_input, .highlight'); })
+      .map(function (el) { return el.textContent; }).join('\n');
+    var nav = Array.prototype.map.call(document.querySelectorAll('nav, .bd-toc, .prev-next-area'),
+      function (el) { return el.innerText; }).join('\n');
+    R.result = {
+      column: Math.round(col.getBoundingClientRect().width),
+      wide: wide.slice(0, 20), n_wide: wide.length, unwrapped_outputs: outs,
+      mjx: document.querySelectorAll('mjx-container').length,
+      mjx_errors: document.querySelectorAll('mjx-merror').length,
+      raw_roles: (text.match(/\{(glue|prf|cite|numref|ref|eq)[:}][^\n]{0,40}/g) || []),
+      raw_tex: (prose.match(/\\\(|\\\[|\$\$/g) || []).length,
+      nav_tex: (nav.match(/\\[A-Za-z]+|\\\(/g) || []).concat(document.title.match(/\\[A-Za-z]+/g) || []),
+      statements: Array.prototype.map.call(document.querySelectorAll('div.proof > p.admonition-title'),
+        function (el) { return el.textContent.trim(); }),
+      title: document.title,
+      errors: R.errors
+    };
+    var top = window.parent && window.parent !== window ? window.parent.document : document;
+    var pre = top.createElement('pre');
+    pre.id = 'attnflow-probe';
+    pre.textContent = JSON.stringify(R.result);
+    top.body.appendChild(pre);
+  }
+  window.addEventListener('load', function () {
+    var done = function () { setTimeout(measure, 300); };
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(done, done);
+    else setTimeout(function () {
+      if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(done, done);
+      else done();
+    }, 500);
+  });
+})();
+</script>"""
+
+
+# Chromium's windows are at least 500 px wide, so a 390 px phone is emulated by an iframe of
+# that width (its media queries and layout see a 390 px viewport); the probe inside it reports
+# to the top document, which --dump-dom prints.
+FRAME = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>body{{margin:0}}</style></head>
+<body><iframe src="/{page}" style="width:{width}px;height:900px;border:0"></iframe></body></html>"""
+
+
+class _ProbeHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/__frame/"):      # a phone-wide viewport: the page in an iframe
+            width, page = self.path[len("/__frame/"):].split("/", 1)
+            return self._send(FRAME.format(width=int(width), page=html.escape(page)).encode("utf-8"))
+        path = Path(self.translate_path(self.path))
+        if path.is_dir():
+            path = path / "index.html"
+        if path.suffix != ".html" or not path.is_file():
+            return super().do_GET()
+        body = path.read_text(encoding="utf-8")
+        self._send(body.replace("<head>", "<head>" + PROBE, 1).encode("utf-8"))
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        exe = shutil.which(name)
+        if exe:
+            return exe
+    return None
+
+
+def render(exe: str, base: str, page: str, width: int) -> dict:
+    """Load ``page`` of the site at ``base`` with a ``width`` px viewport in headless Chromium;
+    the probe's measurements."""
+    window = max(width, 1280)
+    url = base + (page if width >= 500 else f"__frame/{width}/{page}")
+    run = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                          "--no-first-run", "--disable-extensions", f"--window-size={window},900",
+                          "--virtual-time-budget=20000", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="attnflow-probe">(.*?)</pre>', run.stdout, re.S)
+    assert m, f"the probe did not report for {url} at {width}px:\n{run.stderr[-2000:]}"
+    return json.loads(html.unescape(m.group(1)))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    exe = chromium()
+    if exe is None:
+        pytest.skip("headless Chromium not found: install Debian's chromium (apt-get install -y chromium) "
+                    "to run the browser check of the built book")
+    given = os.environ.get("ATTNFLOW_BROWSER_SITE")
+    if given:
+        html_dir = Path(given).resolve()
+        if not (html_dir / "index.html").exists():
+            pytest.skip(f"ATTNFLOW_BROWSER_SITE={given} has no index.html")
+        wanted = os.environ.get("ATTNFLOW_BROWSER_PAGES")
+        pages = ([p.strip() for p in wanted.split(",") if p.strip()] if wanted else
+                 sorted(p.relative_to(html_dir).as_posix() for p in (html_dir / "book").rglob("*.html")))
+    else:
+        html_dir = build_minibook(tmp_path_factory.mktemp("minibook"))
+        pages = ["book/intro.html", "book/demo/page.html", "book/claims.html"]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_ProbeHandler, directory=str(html_dir)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    results = {}
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        for page in pages:
+            for width in WIDTHS:
+                results[page, width] = render(exe, base, page, width)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return {"pages": pages, "results": results, "minibook": not given, "html": html_dir}
+
+
+def _each(site):
+    return sorted(site["results"].items())
+
+
+def test_no_console_errors(site):
+    bad = {f"{p} @{w}px": r["errors"] for (p, w), r in _each(site) if r["errors"]}
+    assert not bad, bad
+
+
+def test_nothing_wider_than_its_column(site):
+    bad = {f"{p} @{w}px (column {r['column']}px)": r["wide"] for (p, w), r in _each(site) if r["n_wide"]}
+    assert not bad, bad
+
+
+def test_printed_output_wraps(site):
+    bad = {f"{p} @{w}px": r["unwrapped_outputs"] for (p, w), r in _each(site) if r["unwrapped_outputs"]}
+    assert not bad, bad
+
+
+def test_math_typeset_and_no_raw_markup(site):
+    for (p, w), r in _each(site):
+        assert not r["raw_roles"], (p, w, r["raw_roles"])
+        assert r["raw_tex"] == 0 and r["mjx_errors"] == 0, (p, w, r["raw_tex"], r["mjx_errors"])
+        assert not r["nav_tex"], (p, w, "raw TeX in navigation or tab title", r["nav_tex"])
+    if site["minibook"]:
+        assert site["results"]["book/demo/page.html", 1280]["mjx"] > 0
+
+
+def test_minibook_statement_numbers_and_glue(site):
+    if not site["minibook"]:
+        pytest.skip("mini-book only")
+    r = site["results"]["book/demo/page.html", 1280]
+    assert r["statements"] == ["Theorem 3 (Move along a line)", "Proposition (An unnumbered statement)"]
+    assert "θ_c¹" in r["title"] and "\\" not in r["title"]
+    page = (site["html"] / "book" / "demo" / "page.html").read_text(encoding="utf-8")
+    assert ">Theorem 3<" in page and ">Proposition (An unnumbered statement)<" in page
+    assert "-0.0000" not in page and "-0.2500" in page
+    assert page.count("const THEBE_JS_URL") <= 1
+    mathjax = site["html"] / "_static" / "mathjax"
+    size = sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file())
+    assert size < 3e6, f"MathJax copy is {size / 1e6:.1f} MB"
