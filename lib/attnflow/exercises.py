@@ -47,6 +47,10 @@ def check(name: str, value: Any, expected: Any = None, *, rtol: float | None = N
     else:
         if rtol is None and atol is None:
             raise ValueError("exercises.check needs rtol/atol or a predicate")
+        if hasattr(value, "detach"):             # a torch tensor: compare its values
+            value = value.detach().cpu().numpy()
+        if hasattr(expected, "detach"):
+            expected = expected.detach().cpu().numpy()
         try:
             v = np.asarray(value, dtype=float)
             e = np.asarray(expected, dtype=float)
