@@ -185,9 +185,23 @@ fig
 # %% [markdown]
 # ## 5. Claims
 #
-# **Where each claim is predicted.** We ran this page on DOMAIN_RUNS and kept the conditions under
-# which the theory makes each statement; elsewhere a claim is recorded as *outside domain* with the
-# reason. DOMAIN_TEXT
+# **Where each claim is predicted.** We ran this page on random members of the hub family
+# ($n=2$–8, $a_h,b_h\in(0.05,0.95)$, $c_{\rm cyc}\in[0,0.9]$) and on Dirichlet chains, with random
+# initialization seeds, and kept the conditions under which the theory makes each statement; elsewhere
+# a claim is recorded as *outside domain* with the reason:
+#
+# - the sign statements of R4 (frequent amplitude up, rare ones down; the rare queries' focus on the
+#   hub and its dilution) are made for the hub family with focus *on* the hub, $g>0$: with $g<0$ focus
+#   points away from the hub ({doc}`focus`), and a Dirichlet chain has no single frequent token;
+# - "early focus" needs $\kappa$ to reach 0.01 within the horizon, and the comparison with the signs of
+#   $v$ needs $v$ to be a redistribution (§2);
+# - the end point is a critical point with the exact fit only for the symmetric family ($\delta=0$),
+#   where $\theta_c^2$ traps the flow; "attention to the hub ends *below* $\pi_{\rm hub}$" needs the rare
+#   amplitudes to change sign, as for the spec's chain — elsewhere the dilution is the fall from the
+#   peak, which is checked on every hub chain with $g>0$;
+# - the second-cycle swings need the escape within `horizon_cycle` and the loss on a plateau at the
+#   horizon: a run that stops in the middle of the cycle (the entropy still at its minimum) made an
+#   earlier version of this page fail on other chains (entropy rise 0.028 < 0.05).
 #
 # **Tolerances.** Symbolic identities must simplify to zero. Signs and orderings are exact predicates;
 # "focus" and "dilution" require the rare queries' attention to the hub to move by at least $10^{-3}$

@@ -58,40 +58,24 @@ horizon_trapped = 30000.0  # end time of the δ = 0 run (3·10⁴ in the spec)
 deltas = [0.05, 0.1, 0.2, 0.4]  # asymmetries δ of the sweep
 deltas_ls = [0.0125, 0.025, 0.05]  # small δ for the Lyapunov–Schmidt limit M⊥(θ_c²(δ))/δ
 
-# %%
+# %% tags=["hide-input"]
 from attnflow import claims, params
 from attnflow.focus_dilution.schemas import ESCAPE
 cfg = params.validate(globals(), ESCAPE)
 
 # %%
-import time
-
 import numpy as np
 import sympy as sp
 
-from attnflow import display, plotting, seeding
-from attnflow.focus_dilution import closed_forms, escape, runs, symbolic
-from attnflow.focus_dilution.chain import hub_family
-from attnflow.focus_dilution.schemas import is_reference
-from attnflow.focus_dilution.targets import SPEC, half_unit
-from attnflow.plotting import PALETTE, STAGE_COLORS
+from attnflow import display, exercises
+from attnflow.focus_dilution.reports import escape
+from attnflow.focus_dilution.schemas import start_page
 
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-family = cfg.chain == "hub"
-if not family:
-    raise params.ParameterError(f"parameter 'chain' = {cfg.chain!r}: the escape page sweeps the asymmetry δ of the hub "
-                                "family (spec §5.2), so it needs chain = 'hub'; allowed: 'hub'")
-
-
-def chain_at(d):
-    """The page's family chain with asymmetry δ = d."""
-    return hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, d)
-
-
-symmetric = chain_at(0.0)
-reference = is_reference(cfg, delta=False)
-print(symmetric.name, "| π =", np.round(symmetric.pi, 5), "| reference:", reference)
+markov, _ = start_page(cfg)       # seeds, plot style; the page's own chain (δ = `delta`)
+rep = escape.measure(cfg)         # sympy, the δ = 0 flow, the restricted flows θ_c²(δ), the δ-sweep
+glued = rep.glue()
+print(f"{rep.chain_name} | spec's reference configuration: {rep.reference} | sympy {rep.symbolic_s:.1f} s, "
+      f"δ = 0 flow {rep.trap_s:.1f} s")
 
 # %% [markdown]
 # ## 1. Symbolic derivation
@@ -101,15 +85,13 @@ print(symmetric.name, "| π =", np.round(symmetric.pi, 5), "| reference:", refer
 # $W_0=au^\top+s\,\zeta w^\top$, $W_1=ub^\top+s\,w\beta^\top$, $W_QW_K^\top=\kappa uu^\top$:
 
 # %%
-_start = time.perf_counter()
-tb = symbolic.transverse_block(3)
-display.equation("eq_scores", tb.scores_change, lhs=r"S(s)-S(0)")
-display.equation("eq_first", tb.first_order, lhs=r"\partial_sL\big|_{s=0}")
-display.equation("eq_quad", tb.residual, lhs=r"\tfrac12\partial_s^2L\big|_{s=0}+\zeta^\top A^\top\Pi(P-\hat P)\,\beta")
-display.equation("eq_GZ", tb.G_residual, lhs=r"\frac{\partial L}{\partial Z}-\Pi(\hat P-P)")
+display.equation("eq_scores", rep.tb.scores_change, lhs=r"S(s)-S(0)")
+display.equation("eq_first", rep.tb.first_order, lhs=r"\partial_sL\big|_{s=0}")
+display.equation("eq_quad", rep.tb.residual, lhs=r"\tfrac12\partial_s^2L\big|_{s=0}+\zeta^\top A^\top\Pi(P-\hat P)\,\beta")
+display.equation("eq_GZ", rep.tb.G_residual, lhs=r"\frac{\partial L}{\partial Z}-\Pi(\hat P-P)")
 Mp = sp.MatrixSymbol(r"M_{\perp}", 3, 3)
-display.equation("eq_Jperp", sp.BlockMatrix([[sp.ZeroMatrix(3, 3), Mp], [Mp.T, sp.ZeroMatrix(3, 3)]]),
-                 lhs=r"\frac{\partial(\dot\zeta,\dot\beta)}{\partial(\zeta,\beta)}")
+tex = display.equation("eq_Jperp", sp.BlockMatrix([[sp.ZeroMatrix(3, 3), Mp], [Mp.T, sp.ZeroMatrix(3, 3)]]),
+                       lhs=r"\frac{\partial(\dot\zeta,\dot\beta)}{\partial(\zeta,\beta)}")
 
 # %% [markdown]
 # Scores do not change, the first order vanishes ($\mathcal M_1$ is invariant), and the second order
@@ -121,8 +103,7 @@ display.equation("eq_Jperp", sp.BlockMatrix([[sp.ZeroMatrix(3, 3), Mp], [Mp.T, s
 # generic):
 
 # %%
-deg = symbolic.degenerate_point(3)
-display.equation("eq_Mperp0", deg.M_perp, lhs=r"M_\perp(\theta_c^2)\big|_{\delta=0}")
+tex = display.equation("eq_Mperp0", rep.deg.M_perp, lhs=r"M_\perp(\theta_c^2)\big|_{\delta=0}")
 
 # %% [markdown]
 # **Lyapunov–Schmidt.** The transverse space is the kernel at $\delta=0$. Because the scores do not
@@ -133,17 +114,12 @@ display.equation("eq_Mperp0", deg.M_perp, lhs=r"M_\perp(\theta_c^2)\big|_{\delta
 # gives $M_\perp(0)=0$, the first-order term by the product rule, and the spectrum of the block:
 
 # %%
-ls_sym = symbolic.lyapunov_schmidt(2)
-display.equation("eq_M0", ls_sym.M0, lhs=r"M_\perp\big|_{\delta=0}")
-display.equation("eq_M1", ls_sym.M1_display, lhs=r"M_1=\partial_\delta M_\perp\big|_{\delta=0}")
-display.equation("eq_M1_res", ls_sym.M1_residual, lhs=r"\partial_\delta\Big(\sum_iA_i^\top R_i\Big)\Big|_0-M_1")
-display.equation("eq_charpoly", ls_sym.charpoly_residual,
+display.equation("eq_M0", rep.ls_sym.M0, lhs=r"M_\perp\big|_{\delta=0}")
+display.equation("eq_M1", rep.ls_sym.M1_display, lhs=r"M_1=\partial_\delta M_\perp\big|_{\delta=0}")
+display.equation("eq_M1_res", rep.ls_sym.M1_residual, lhs=r"\partial_\delta\Big(\sum_iA_i^\top R_i\Big)\Big|_0-M_1")
+display.equation("eq_charpoly", rep.ls_sym.charpoly_residual,
                  lhs=r"\det\!\Big(\lambda I-\begin{bmatrix}0&M\\M^\top&0\end{bmatrix}\Big)-\det(\lambda^2I-MM^\top)")
-display.equation("eq_reduced", ls_sym.reduced, lhs=r"\dot z=J_\perp(\delta)\,z\approx")
-n_nonzero_sym = sum(int(not symbolic.is_zero(e)) for e in
-                    [*tb.scores_change, tb.first_order, tb.residual, *tb.G_residual, *deg.M_perp, *ls_sym.M0,
-                     *ls_sym.M1_residual, ls_sym.charpoly_residual])
-display.number("symbolic_s", time.perf_counter() - _start)
+tex = display.equation("eq_reduced", rep.ls_sym.reduced, lhs=r"\dot z=J_\perp(\delta)\,z\approx")
 
 # %% [markdown]
 # The eigenvalues of the block are $\pm$ the singular values of $M$ (its characteristic polynomial is
@@ -154,52 +130,29 @@ display.number("symbolic_s", time.perf_counter() - _start)
 # ({glue:text}`symbolic_s:.1f` s of sympy).
 #
 # ## 2. Trapping at $\delta=0$
-
-# %%
-run0 = runs.population_flow(symmetric, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                            score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.horizon_trapped, 300.0, 1.0, 10.0))
-q0, t0 = run0.q, run0.t
-L_end0 = float(q0["loss"][-1])
-gap = symmetric.unigram_entropy() - L_end0
-t_settle = float(t0[np.flatnonzero(np.abs(q0["loss"] - L_end0) < 1e-3 * gap)[0]])
-i_settle = run0.at(t_settle)
-trap = dict(t_settle=t_settle, sigma2_settle=float(q0["sigma2"][i_settle]), sigma2_end=float(q0["sigma2"][-1]),
-            sigma2_max_after=float(q0["sigma2"][i_settle:].max()), M_perp_end=float(q0["M_perp_smax"][-1]),
-            L_end0=L_end0, L_c2=closed_forms.theta_c2_loss(symmetric), bigram0=symmetric.bigram_loss(),
-            t_trapped=float(t0[-1]), trap_s=run0.wall_s)
-for name, value in trap.items():
-    display.number(name, value)
-print({k: float(f"{v:.6g}") for k, v in trap.items()})
-
-# %% [markdown]
+#
 # The flow settles at $\theta_c^2$ at $t\approx$ {glue:text}`t_settle:.0f` and stays: until
 # $t=$ {glue:text}`t_trapped:.0f` the loss remains {glue:text}`L_end0:.6f` ($=L(\theta_c^2)$
 # {glue:text}`L_c2:.6f`, far above the bigram optimum {glue:text}`bigram0:.5f`), the second singular
 # value of $W_0$ stays at its initialization level ({glue:text}`sigma2_settle:.4f` →
 # {glue:text}`sigma2_end:.4f`), and $\sigma_{\max}(M_\perp)$ decays to
-# {glue:text}`M_perp_end:.1e` as the flow converges.
+# {glue:text}`M_perp_end:.1e` as the flow converges. (A `horizon_trapped` too short for the flow to
+# settle within its first half leaves the trapping claims outside their domain.)
 #
 # ## 3. The Lyapunov–Schmidt limit on the real model
 #
 # For small $\delta$ we compute $\theta_c^2(\delta)$ itself: the flow restricted to $\mathcal M_1$
-# (started from the rank-one projection of the $\delta=0$ state on the $\theta_c^1$ plateau, $t=1000$)
-# cannot leave it, so it converges to the critical point on $\mathcal M_1$, where we evaluate $M_\perp$.
-
-# %%
-start = {n: s[run0.at(1000.0)] for n, s in run0.result.states().items()}
-ls = escape.lyapunov_schmidt_limit([chain_at(d_) for d_ in cfg.deltas_ls], cfg.deltas_ls, start,
-                                   horizon=8000.0, score_scale=cfg.score_scale)
-for name, value in dict(lambda1=ls.lambda1, ls_grad_max=float(ls.grad_norm.max()),
-                        ls_off_max=float(ls.off_manifold.max())).items():
-    display.number(name, value)
-print("δ:", ls.deltas, "σ_max(M⊥(θ_c²(δ))):", ls.sigma_max, "ratio:", ls.sigma_max / ls.deltas,
-      "λ1 =", round(ls.lambda1, 5), "| ‖∇L‖ ≤", ls.grad_norm.max(), "| σ2(W0) ≤", ls.off_manifold.max())
-
-# %% [markdown]
-# At the restricted critical points $\|\nabla L\|\le$ {glue:text}`ls_grad_max:.0e` and
+# (started from the rank-one projection of the $\delta=0$ state on the $\theta_c^1$ plateau,
+# $t=$ {glue:text}`ls_start:.0f` — the spec's $t=1000$ where that lies on the plateau) cannot leave it,
+# so it converges to the critical point on $\mathcal M_1$, where we evaluate $M_\perp$. At the
+# restricted critical points $\|\nabla L\|\le$ {glue:text}`ls_grad_max:.0e` and
 # $\sigma_2(W_0)\le$ {glue:text}`ls_off_max:.0e` (they are on $\mathcal M_1$), and $M_\perp/\delta$
 # converges as $\delta\to0$: $\lambda_1=\sigma_{\max}(M_1)=$ {glue:text}`lambda1:.5f`.
-#
+
+# %%
+print("δ:", rep.ls.deltas, "| σ_max(M⊥(θ_c²(δ)))/δ:", np.round(rep.ls.sigma_max / rep.ls.deltas, 6))
+
+# %% [markdown]
 # ## 4. The δ-sweep
 #
 # For each $\delta$ the full flow runs to $t=$ {glue:text}`horizon_val:.0f`. As in the spec, the
@@ -208,29 +161,7 @@ print("δ:", ls.deltas, "σ_max(M⊥(θ_c²(δ))):", ls.sigma_max, "ratio:", ls.
 # the first $t$ with $\sigma_2(W_0)>0.1$.
 
 # %%
-display.number("horizon_val", cfg.horizon)
-sweep = {}
-for d_ in cfg.deltas:
-    run_d = runs.population_flow(chain_at(d_), d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                                 score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.horizon, 300.0, 1.0, 10.0))
-    sweep[d_] = (run_d, escape.escape_stats(run_d, after=t_settle))
-ds = np.array(cfg.deltas)
-rates = np.array([sweep[d_][1].rate for d_ in cfg.deltas])
-mperp = np.array([sweep[d_][1].M_perp_mean for d_ in cfg.deltas])
-t_esc = np.array([sweep[d_][1].t_escape for d_ in cfg.deltas])
-sens = np.array([sweep[d_][1].window_sensitivity for d_ in cfg.deltas])
-coef = np.polyfit(ds, rates / ds, 1)                                   # rate/δ = λ₁' + λ₂ δ
-lambda1_rates, lambda2 = float(coef[1]), float(coef[0])
-esc_scaled = (t_esc - t_settle) * ds
-rows = [dict(delta=d_, rate=r_, rate_over_delta=r_ / d_, M_perp_mean=m_, t_escape=te, loss_end=sweep[d_][1].loss_end,
-             bigram=chain_at(d_).bigram_loss(), spec_rate=SPEC["escape_rate"].get(d_, np.nan),
-             spec_M_perp=SPEC["escape_M_perp"].get(d_, np.nan), spec_t_escape=SPEC["escape_time"].get(d_, np.nan))
-        for d_, r_, m_, te in zip(cfg.deltas, rates, mperp, t_esc)]
-for name, value in dict(lambda1_rates=lambda1_rates, lambda2=lambda2, b16_dev=float(np.abs(rates / mperp - 1).max()),
-                        esc_min=float(esc_scaled.min()), esc_max=float(esc_scaled.max()),
-                        sens_max=float(sens.max())).items():
-    display.number(name, value)
-display.table(rows)
+display.table(rep.rows())
 
 # %% [markdown]
 # The rate is proportional to $\delta$ up to a quadratic correction: a linear fit of rate$/\delta$ gives
@@ -240,124 +171,80 @@ display.table(rows)
 # stays between {glue:text}`esc_min:.0f` and {glue:text}`esc_max:.0f`: an escape time
 # $\Theta(\delta^{-1}\log(1/\text{initial asymmetry}))$.
 #
-# ## 5. The next cycle
+# **Exercise.** The transverse linearization predicts the escape rate as the top singular value of
+# $M_\perp=A^\top\Pi(P-\hat P)$. For the run with $\delta=$ {glue:text}`ex_delta:.2g` at the start of its
+# linear window, $t=$ {glue:text}`ex_time:.0f`, take the attention rows `A = rep.ex_run.q["A"][rep.ex_index]`
+# and predictions `P_hat = rep.ex_run.q["P_hat"][rep.ex_index]` (both $d\times d$), and the chain
+# `chain = rep.ex_run.chain` (`chain.P`, `chain.pi`); call `rate_mine` the top singular value of $M_\perp$.
 
-# %%
-run_c = sweep[cfg.delta][0] if cfg.delta in sweep else runs.population_flow(
-    chain_at(cfg.delta), d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed, score_scale=cfg.score_scale,
-    t_eval=runs.time_grid(cfg.horizon, 300.0, 1.0, 10.0))
-checkpoints = [t_settle + f * (cfg.horizon - t_settle) for f in (0.25, 0.5, 0.75, 1.0)]
-if reference and cfg.horizon == 1e4:
-    checkpoints = sorted(SPEC["rank_steps_cycle2"])
-counts = escape.rank_counts(run_c, checkpoints)
-rank_before = escape.rank_counts(run_c, [t_settle])[0]
-display.number("rank_before", rank_before)
-display.number("rank_last", counts[-1])
-print("singular values of W0 above 0.1 at", [round(c_) for c_ in checkpoints], ":", counts, "| at θ_c²:", rank_before)
+# %% tags=["exercise"]
+A, P_hat, chain = rep.ex_run.q["A"][rep.ex_index], rep.ex_run.q["P_hat"][rep.ex_index], rep.ex_run.chain
+### BEGIN SOLUTION
+rate_mine = float(np.linalg.svd(A.T @ np.diag(chain.pi) @ (chain.P - P_hat), compute_uv=False)[0])
+### END SOLUTION
+
+# %% tags=["exercise-check"]
+exercises.check("rate_mine", rate_mine, expected=rep.ex_M_perp, rtol=1e-9,
+                hint="Aᵀ @ diag(π) @ (P − P̂), then np.linalg.svd(..., compute_uv=False)[0]")
 
 # %% [markdown]
+# ## 5. The next cycle
+#
 # At $\theta_c^2$, $W_0$ has {glue:text}`rank_before` singular value above 0.1; after the escape new
-# directions open one after the other (counts above) up to {glue:text}`rank_last`, each accompanied
-# by a loss step (the next focus–dilution cycles, {doc}`dilution`), until the bigram optimum.
+# directions open one after the other up to {glue:text}`rank_last`, each accompanied by a loss step
+# (the next focus–dilution cycles, {doc}`dilution`), until the bigram optimum.
 
 # %%
-fig, axes = plotting.subplots(2, 3, width=3.6, height=2.9)
-ax = axes[0]
-ax[0].semilogy(t0, q0["sigma2"], color=PALETTE[0], label=r"$\sigma_2(W_0)$")
-ax[0].semilogy(t0, q0["M_perp_smax"], color=PALETTE[3], label=r"$\sigma_{\max}(M_\perp)$")
-ax[0].axvspan(t_settle, t0[-1], color=STAGE_COLORS["plateau"], zorder=0)
-ax[0].set(xlabel="t", title=r"$\delta=0$: trapped at $\theta_c^2$")
-ax[0].legend(fontsize="x-small")
-colors = [PALETTE[i % len(PALETTE)] for i in range(len(cfg.deltas))]
-for col, d_ in zip(colors, cfg.deltas):
-    r_, e_ = sweep[d_]
-    ax[1].semilogy(r_.t, r_.q["sigma2"], color=col, lw=1.3, label=f"δ = {d_:g}")
-    ax[1].axvspan(*e_.window, color=col, alpha=0.12)
-ax[1].semilogy(t0[t0 <= cfg.horizon], q0["sigma2"][t0 <= cfg.horizon], color="k", lw=1, ls=":", label="δ = 0")
-ax[1].axhspan(0.01, 0.1, color="k", alpha=0.04)
-ax[1].set(xlabel="t", title=r"$\sigma_2(W_0)$: escape at rate $\propto\delta$")
-ax[1].legend(fontsize="x-small")
-dd = np.linspace(0, ds.max() * 1.05, 50)
-ax[2].plot(ds, rates, "o", color=PALETTE[0], label=r"rate of $\sigma_2(W_0)$")
-ax[2].plot(ds, mperp, "x", color=PALETTE[3], ms=8, label=r"mean $\sigma_{\max}(M_\perp)$")
-ax[2].plot(dd, ls.lambda1 * dd, color="k", lw=1, label=r"$\lambda_1\delta$ (Lyapunov–Schmidt)")
-ax[2].plot(ls.deltas, ls.sigma_max, "s", color=PALETTE[2], ms=4, label=r"$\sigma_{\max}(M_\perp(\theta_c^2(\delta)))$")
-if reference:
-    ax[2].plot(ds, [SPEC["escape_rate"].get(d_, np.nan) for d_ in cfg.deltas], "+", color=PALETTE[1], ms=10, label="spec (Euler)")
-ax[2].set(xlabel=r"$\delta$", ylabel="rate", title="escape rate vs δ")
-ax[2].legend(fontsize="x-small")
-ax = axes[1]
-ax[0].plot(1 / ds, t_esc - t_settle, "o-", color=PALETTE[0])
-ax[0].set(xlabel=r"$1/\delta$", ylabel=r"$t_{\rm esc}-t_{\rm settle}$", title="escape time Θ(1/δ)")
-sv = run_c.q["sv_W0"]
-for k in range(sv.shape[1]):
-    ax[1].semilogy(run_c.t, sv[:, k], lw=1.3, label=fr"$\sigma_{k + 1}(W_0)$")
-ax[1].axhline(0.1, color="k", lw=0.8, ls=":")
-ax[1].set(xlabel="t", title=f"δ = {cfg.delta:g}: new directions open")
-ax[1].legend(fontsize="x-small", ncol=2)
-for col, d_ in zip(colors, cfg.deltas):
-    ax[2].plot(sweep[d_][0].t, sweep[d_][0].q["loss"], color=col, lw=1.3, label=f"δ = {d_:g}")
-ax[2].plot(t0[t0 <= cfg.horizon], q0["loss"][t0 <= cfg.horizon], color="k", lw=1, ls=":", label="δ = 0")
-ax[2].axhline(symmetric.bigram_loss(), color=PALETTE[3], ls="--", lw=1, label="bigram (δ = 0)")
-ax[2].set(xlabel="t", ylabel="loss", ylim=(symmetric.bigram_loss() - 0.01, symmetric.unigram_entropy() + 0.01),
-          title="loss: θ_c² plateau, then the next cycles")
-ax[2].legend(fontsize="x-small")
-fig.suptitle(f"Escape from the degenerate point, {symmetric.name.replace(', δ=0', '')}", y=1.03)
+print("singular values of W0 above 0.1 at t =", [round(c_) for c_ in rep.checkpoints], ":", rep.counts)
+fig, = rep.figures()
+fig
 
 # %% [markdown]
 # ## 6. Claims
 #
-# Tolerances. Symbolic identities must simplify to zero. Trapping: over $[t_{\rm settle},$
+# **Where each claim is predicted.** The transverse linearization (R5) describes the flow near
+# $\theta_c^2$; run on random members of the hub family ($n=2$–8, $a_h,b_h\in(0.05,0.95)$,
+# $c_{\rm cyc}\in[0,0.9]$, random initialization seeds), the escape rate of a $\delta$ matched
+# $\sigma_{\max}(M_\perp)$ to 1 % only where the linearization's own premises hold, so each is a
+# domain condition, checked from the runs before the rate is compared (the table above lists them per
+# $\delta$; the reference chain meets them all except that its $\delta=0.4$ run leaves $\theta_c^2$
+# early, see below):
+#
+# - the $\delta=0$ run reaches $\theta_c^2$ on $\mathcal M_1$ and settles there within the first half of
+#   `horizon_trapped` (chains with a small $|g|$ have a long $\theta_c^1$ plateau; a short
+#   `horizon_trapped` — even 100 — leaves the trapping, Lyapunov–Schmidt and sweep claims outside their
+#   domain instead of failing). On one chain with a very slow focus ($g\approx10^{-3}$) the symmetric
+#   flow left $\mathcal M_1$ before reaching $\theta_c^2$ and went on to the bigram optimum (errata);
+# - the escape happens within `horizon`, and it is the first one (the $\delta$ run has not left
+#   $\mathcal M_1$ when the $\delta=0$ run settles): a window cut by the horizon, or one that
+#   measures a later stage, gave rates 10–60 % off;
+# - the $\delta$ run is still near $\theta_c^2(\delta)$ when the window opens: its loss has fallen by at
+#   most 10 % of the gap $H(\pi)-L(\theta_c^2)$ (fast escapes at large $\delta$ start before the
+#   flow settles; the reference at $\delta=0.4$: 5.5 %, where it still agrees to 0.2 %);
+# - the growing mode starts above the untouched $O(\epsilon)$ entries of $W_0$: $\sigma_2(W_0)$ at
+#   settling $\le0.005$, half the bottom of the spec's window (it is 0.004 for the reference; where it
+#   was 0.006 the rate came out 2 % low);
+# - $M_\perp$ is about constant over the window (adiabatic): $\sigma_{\max}(M_\perp)$ varies by at most
+#   50 % (a tenfold drift gave 1.4 %).
+#
+# The intercept of rate$/\delta$ (B15) and the $\Theta(1/\delta)$ law are checked when every $\delta$
+# of the sweep is inside this domain. Inside it a few large-$\delta$ runs ($\delta=0.4$) still missed
+# the 1 % by up to 2.4 %: that is recorded in the errata (B16), not absorbed into the tolerance.
+#
+# **Tolerances.** Symbolic identities must simplify to zero. Trapping: over $[t_{\rm settle},$
 # {glue:text}`t_trapped:.0f`$]$ $\sigma_2(W_0)$ may not grow by more than 10 % (a Θ(δ)-mode would grow
 # it by orders of magnitude) and $\sigma_{\max}(M_\perp)$ must end below $10^{-6}$ (it decays with the
 # convergence to $\theta_c^2$). The restricted critical points must have $\|\nabla L\|\le10^{-8}$ and stay
 # on $\mathcal M_1$ ($\sigma_2\le10^{-6}$). Rate vs $\sigma_{\max}(M_\perp)$ in the same window: 1 %
 # relative — the linear transverse theory neglects terms of relative size $\sigma_2^2\le10^{-2}$ at the
-# top of the window, and $M_\perp$ drifts while the trajectory settles. The intercept of rate$/\delta$
-# vs the Lyapunov–Schmidt $\lambda_1$: 2 % (the 1 % above plus the extrapolation over the sweep, checked
-# when the sweep reaches $\delta\le0.1$). The
+# top of the window. The intercept of rate$/\delta$ vs the Lyapunov–Schmidt $\lambda_1$: 2 % (the 1 %
+# above plus the extrapolation over the sweep, checked when the sweep reaches $\delta\le0.1$). The
 # escape time is $\Theta(1/\delta)$ if $(t_{\rm esc}-t_{\rm settle})\delta$ varies by less than a factor
-# 1.5 over an eightfold range of $\delta$. Against the spec's Euler values: moving either edge of the
-# fit window by one stored time changes the rate by up to {glue:text}`sens_max:.1e` relative, and the
-# Euler trajectory's windows are shifted by its slightly different path, so rates and mean
-# $\sigma_{\max}(M_\perp)$ are compared at 1 % relative; escape times at two stored times (20).
+# 1.5 over the sweep. Against the spec's Euler values: moving either edge of the fit window by one
+# stored time changes the rate by up to {glue:text}`sens_max:.1e` relative, and the Euler trajectory's
+# windows are shifted by its slightly different path, so rates and mean $\sigma_{\max}(M_\perp)$ are
+# compared at 1 % relative; escape times at two stored times (20).
 
-# %%
-claims.check("B8", n_nonzero_sym, 0, atol=0,
-             what="sympy: nonzero residuals (scores, first order, transverse quadratic form, M⊥(θ_c²) at δ = 0, LS, char. poly.)",
-             source="reconstruction")
-claims.check("B8", trap["sigma2_max_after"] / trap["sigma2_settle"], 1.0, atol=0.1,
-             what="δ = 0: max σ2(W0) after settling / σ2(W0) at settling", source="paper + reconstruction")
-claims.check("B8", trap["M_perp_end"], 0.0, atol=1e-6, what="δ = 0: σ_max(M⊥) at the end of the run")
-claims.check("B8", trap["L_end0"], trap["L_c2"], atol=1e-8, what="δ = 0: loss at the end vs L(θ_c²) closed form")
-claims.check("B9", float(ls.grad_norm.max()), 0.0, atol=1e-8, what="‖∇L‖ at the restricted critical points θ_c²(δ)")
-claims.check("B9", float(ls.off_manifold.max()), 0.0, atol=1e-6, what="σ2(W0) at θ_c²(δ) (on the rank-one manifold)")
-claims.check("B16", rates, mperp, rtol=1e-2, what="escape rate vs mean σ_max(M⊥) in the same window, per δ")
-if min(cfg.deltas) <= 0.1:   # extrapolating rate/δ to δ = 0 needs a sweep that reaches small δ
-    claims.check("B15", lambda1_rates, ls.lambda1, rtol=2e-2, what="intercept of rate/δ (δ → 0) vs Lyapunov–Schmidt λ₁ = σ_max(M1)")
-else:
-    print(f"sweep starts at δ = {min(cfg.deltas):g}: the intercept of rate/δ is reported, not checked")
-claims.check("B9", float(esc_scaled.max() / esc_scaled.min()), predicate=lambda x: x < 1.5, tolerance="< 1.5",
-             what="max/min of (t_esc − t_settle)·δ over the sweep (escape time Θ(1/δ))")
-claims.check("B9", counts[-1] - rank_before, predicate=lambda x: x >= 1, tolerance="≥ 1",
-             what=f"δ = {cfg.delta:g}: increase of the number of singular values of W0 above 0.1 after the escape", source="paper")
-if reference:
-    for d_, r_, m_, te in zip(cfg.deltas, rates, mperp, t_esc):
-        if d_ in SPEC["escape_rate"]:
-            claims.check("B15", r_, SPEC["escape_rate"][d_], rtol=1e-2, what=f"δ = {d_:g}: escape rate vs the spec's (Euler)")
-            claims.check("B16", m_, SPEC["escape_M_perp"][d_], rtol=1e-2, what=f"δ = {d_:g}: mean σ_max(M⊥) vs the spec's (Euler)")
-            claims.check("B9", te, SPEC["escape_time"][d_], atol=20.0, what=f"δ = {d_:g}: escape time vs the spec's")
-            bigram_d = chain_at(d_).bigram_loss()
-            claims.check("B9", bigram_d, SPEC["escape_bigram"][d_], atol=half_unit(0, 5), what=f"δ = {d_:g}: bigram optimum vs the spec's")
-            if cfg.horizon != 1e4:
-                continue
-            if d_ <= 0.2:
-                claims.check("B9", sweep[d_][1].loss_end, bigram_d, atol=1e-4, what=f"δ = {d_:g}: loss at t = 10⁴ vs the bigram optimum")
-            else:
-                claims.check("B9", sweep[d_][1].loss_end, SPEC["escape_loss_1e4"][d_], atol=half_unit(0, 5),
-                             what=f"δ = {d_:g}: loss at t = 10⁴ (intermediate plateau) vs the spec's 1.42812")
-    claims.check("B8", trap["sigma2_end"], SPEC["sigma2_trapped"], atol=half_unit(0, 4), what="δ = 0: σ2(W0) at t = 3·10⁴ vs 0.0040")
-    if cfg.delta == 0.1 and cfg.horizon == 1e4:
-        claims.check("B9", counts, [SPEC["rank_steps_cycle2"][k] for k in checkpoints], atol=0,
-                     what="δ = 0.1: singular values of W0 above 0.1 at t = 4000, 6000, 8000 vs the spec's (2, 3, 4)")
+# %% tags=["hide-input"]
+rep.check_claims()
 claims.finish()

@@ -37,7 +37,8 @@ __all__ = ["DilutionReport", "measure", "drive", "main_stats", "cycle_stats", "e
 
 CYCLE_SWING = 0.05       # a second-cycle swing (hub attention, entropy) must exceed this (they move by 0.1–0.3)
 FOCUS_MARGIN = 1e-3      # rare-query attention to the hub must go this far above / below π_hub
-SETTLED_FRACTION = 0.01  # the second cycle has run its course: L(horizon) − bigram ≤ this × (L(escape) − bigram)
+SETTLED_FRACTION = 0.01  # the second cycle has run its course: the loss fell by ≤ 1 % of its drop since the escape
+                         # over the last 10 % of the run (a plateau: the bigram optimum or an intermediate one)
 KAPPA_EARLY = 0.01       # "early focus": the amplitudes are compared with v when κ reaches this
 NAN = float("nan")
 
@@ -94,7 +95,11 @@ def main_stats(run: runs.FlowRun, chain: MarkovChain, v: np.ndarray, g: float, t
                early_apart=bool(d_amp_early[hub] > 0 and np.all(d_amp_early[low] < 0)) if early_reached else False,
                amp_apart=bool(d_amp[hub] > 0 and np.all(d_amp[low] < 0)),
                A_low_hub_fall=float(A_low_hub[i_peak] - A_low_hub[-1]),
-               ent_rise_main=entropy_rise(t, q["attn_entropy"], 0.0))
+               ent_rise_main=entropy_rise(t, q["attn_entropy"], 0.0),
+               cos_pi_hub=float(pi[hub] / np.linalg.norm(pi)),
+               end_flat=float(abs(q["loss"][run.at(0.9 * t[-1])] - q["loss"][-1])
+                              / max(chain.unigram_entropy() - q["loss"][-1], 1e-300)),
+               sigma2_end=float(q["sigma2"][-1]))
     if symmetric_family:
         P_hat_end = q["P_hat"][-1]
         P_low = chain.P[low].mean(0)
@@ -126,7 +131,8 @@ def cycle_stats(run_c: runs.FlowRun, chain_cycle: MarkovChain, t_onset: float) -
         out.update(hub_at_esc=float(hub_c[run_c.at(t_esc)]), hub_c1_value=float(hub_c[run_c.at(min(3000.0, t_esc))]),
                    hub_peak=float(hub_c[k_peak]), t_hub_peak=float(tc[k_peak]), hub_min_after=float(hub_c[k_peak:].min()),
                    ent_min=float(ent_c[after].min()), ent_final=float(ent_c[-1]), L_at_esc=L_esc,
-                   cycle_settled_frac=float((qc["loss"][-1] - bigram) / max(L_esc - bigram, 1e-300)))
+                   cycle_settled_frac=float((qc["loss"][run_c.at(0.9 * tc[-1])] - qc["loss"][-1])
+                                            / max(L_esc - qc["loss"][-1], 1e-300)))
     out["cycle_settled"] = bool(escaped and out["cycle_settled_frac"] <= SETTLED_FRACTION)
     return out
 
@@ -179,6 +185,9 @@ class DilutionReport(PageReport):
     amp_apart: bool
     A_low_hub_fall: float
     ent_rise_main: float
+    cos_pi_hub: float
+    end_flat: float
+    sigma2_end: float
     L_c2_closed: float
     fit_err: float
     # §4 second cycle
@@ -228,15 +237,20 @@ class DilutionReport(PageReport):
                                                      self.early_reached, f"κ(end) = {self.kappa_end:.3g}"))
 
     def domain_trap(self):
-        """θ_c² traps the flow (δ = 0 in the hub family): the end of the run is a critical point."""
+        """θ_c² traps the flow (δ = 0 in the hub family) and the run has arrived: it ends on a plateau
+        (loss flat over the last 10 % of the run) on 𝓜₁ (σ₂(W0) < 0.01)."""
         return claims.domain(("symmetric hub family (δ = 0): θ_c² traps the flow", self.symmetric_family,
-                              self.chain_name))
+                              self.chain_name),
+                             ("the run ends on a plateau on 𝓜₁: |ΔL| over the last 10 % ≤ 10⁻³ (H(π) − L), σ₂(W0) < 0.01",
+                              bool(self.end_flat <= 1e-3 and self.sigma2_end < 0.01),
+                              f"{self.end_flat:.2g}, σ₂ = {self.sigma2_end:.2g}"))
 
     def domain_cycle(self):
         return claims.domain(*self._focus_on_hub(),
                              ("escape from θ_c² within horizon_cycle (σ₂(W0) > 0.1)", self.escaped,
                               f"t_esc = {self.t_esc:.0f}"),
-                             (f"second cycle ran its course: L(horizon) − bigram ≤ {SETTLED_FRACTION:g}·(L(t_esc) − bigram)",
+                             ("second cycle ran its course: the loss on a plateau at the horizon (fall over the last 10 % "
+                              f"of the run ≤ {SETTLED_FRACTION:g} × its fall since the escape)",
                               self.cycle_settled, f"ratio {self.cycle_settled_frac:.3g}"))
 
     def domain_reference(self, model: bool = True):
@@ -249,7 +263,10 @@ class DilutionReport(PageReport):
         claims.check("B14", self.n_nonzero_deg, 0, atol=0,
                      what="sympy: stationarity residual and minors of [ℓ(P_0); ℓ(P̄_low)] (exact fit)")
         claims.check("B7", self.cos_v_pi, predicate=lambda x: x < 0.99, tolerance="|cos(v, π)| < 0.99 (not a rescaling)",
-                     what="next-order drive v vs π", source="reconstruction")
+                     what="next-order drive v vs π", source="reconstruction",
+                     domain=claims.domain(("π not concentrated on one token: cos(π, e_hub) < 0.99 (else every "
+                                           "hub-dominated vector has |cos| > 0.99 with π)", self.cos_pi_hub < 0.99,
+                                           f"cos(π, e_hub) = {self.cos_pi_hub:.3f}")))
         # R4's reconstruction: the drive v at θ_c¹ (b frozen at b*) is a redistribution. Reported, and used as
         # the domain of the sign comparison below: on about half of the hub-family chains with g > 0, v lowers
         # every amplitude (errata Q3) while the flow still moves the hub up and the rare tokens down.
