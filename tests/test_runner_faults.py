@@ -67,15 +67,32 @@ claims.finish()
 """
 
 
+TEACHER = HEADER + """n = 1           # a number
+noise = 0.0     # the teacher's own parameter
+
+# %%
+from attnflow import claims, params
+from attnflow.params import Param, Schema, validate
+SCHEMA = Schema("demo/teacher", n=Param(int, 0, 5, "a number"))
+SCHEMA = SCHEMA.extend(noise=params.Param(float, lo=0, hi=0.5, doc="label noise"))
+cfg = validate(globals(), SCHEMA)
+
+# %%
+claims.register("T1", statement="The noise is what was asked for.", provenance="reconstruction")
+claims.check("T1", cfg.noise, 0.25, atol=1e-12, what="noise")
+claims.finish()
+"""
+
+
 @pytest.fixture
 def tiny_book(tmp_path):
     root = tmp_path / "book_root"
     (root / "book" / "demo").mkdir(parents=True)
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/demo/failing\nchapters:\n"
-                                   "- file: book/demo/raising\n- file: book/demo/sleepy\n")
+                                   "- file: book/demo/raising\n- file: book/demo/sleepy\n- file: book/demo/teacher\n")
     (root / "_config.yml").write_text("title: t\n")
     (root / "book" / "profiles.yml").write_text("smoke: {}\n")
-    for name, src in (("failing", FAILING), ("raising", RAISING), ("sleepy", SLEEPY)):
+    for name, src in (("failing", FAILING), ("raising", RAISING), ("sleepy", SLEEPY), ("teacher", TEACHER)):
         (root / "book" / "demo" / f"{name}.py").write_text(src)
     return root
 
@@ -281,3 +298,13 @@ def test_signals_raise_maps_sighup_to_an_exit_code():
             time.sleep(5)
     assert e.value.exit_code == 129 and e.value.name == "SIGHUP"
     assert signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None) or callable(signal.getsignal(signal.SIGHUP))
+
+
+@pytest.mark.notebook
+def test_a_teachers_parameter_and_claim_run_through_the_runner(in_tiny_book, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["run", "demo/teacher", "-p", "noise=0.6", "--output", str(out)]) == 2
+    assert "parameter 'noise' (label noise)" in capsys.readouterr().err
+    assert cli.main(["run", "demo/teacher", "-p", "noise=0.25", "--output", str(out), "--quiet"]) == 0
+    rec = json.loads((out / "teacher.claims.json").read_text())
+    assert rec["claims"][0]["id"] == "T1" and rec["claims"][0]["verdict"] == "pass"

@@ -9,6 +9,7 @@ executed notebook is kept); 2 bad input (nothing is written); 128 + N on signal 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from attnflow.runner import Interrupted, PageFailed, RunError, list_pages, parse_assignments, run_page
@@ -59,6 +60,12 @@ def _run(args) -> int:
         return e.exit_code
     except OSError as e:
         print(f"attnflow run: error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug of the runner: one line, the traceback on request
+        if os.environ.get("ATTNFLOW_DEBUG") == "1":
+            raise
+        print(f"attnflow run: internal error: {type(e).__name__}: {e} (ATTNFLOW_DEBUG=1 shows the traceback)",
+              file=sys.stderr)
         return 1
     print(res.summary())
     return 0

@@ -114,7 +114,10 @@ def book_root() -> Path:
 def list_pages(root: Path | None = None) -> list[str]:
     """Page keys (``sharpening/lemma1_rescaling``) of every notebook listed in _toc.yml."""
     root = root or book_root()
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    try:
+        toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise RunError(f"cannot read the table of contents {root / '_toc.yml'}: {err}") from None
     files: list[str] = []
 
     def walk(node: Any) -> None:
@@ -163,7 +166,10 @@ def load_profile(name: str | None, key: str, root: Path | None = None) -> dict[s
     if name in (None, "", "book"):
         return {}
     root = root or book_root()
-    profiles = yaml.safe_load((root / "book" / "profiles.yml").read_text(encoding="utf-8")) or {}
+    try:
+        profiles = yaml.safe_load((root / "book" / "profiles.yml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise RunError(f"cannot read the profiles {root / 'book' / 'profiles.yml'}: {err}") from None
     if name not in profiles:
         raise RunError(f"unknown profile {name!r}; profiles are: book (the page defaults), {', '.join(profiles)}")
     return dict((profiles[name] or {}).get(key) or {})
