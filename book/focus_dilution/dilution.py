@@ -74,7 +74,7 @@ print(f"g = {rep.g:.6f}; main flow {rep.flow_s:.1f} s ({rep.flow_nfev} evaluatio
       f"second-cycle flow {rep.cycle_s:.1f} s ({rep.cycle_nfev} evaluations)")
 
 # %% [markdown]
-# ## 1. The exact fit at $\theta_c^2$, symbolically
+# ## 1. The exact fit at the second critical point, symbolically
 #
 # For the family with symbolic $a_h,b_h,c_{\rm cyc}$ ($n=3$ rare tokens), sympy checks that $\pi$ is
 # stationary, averages the rare rows, and shows that the centred logarithms of $P_{0\cdot}$ and
@@ -90,7 +90,7 @@ display.equation("eq_stat", rep.deg.stationarity_residual, lhs=r"\pi^\top P-\pi^
 tex = display.equation("eq_Lc2", rep.deg.loss, lhs=r"L(\theta_c^2)\ (n=3)")
 
 # %% [markdown]
-# ## 2. The next-order drive $v$, by autograd
+# ## 2. The next-order drive v, by autograd
 #
 # At the exact $\theta_c^1$ of this page's chain, $v=-\partial_\kappa\nabla_aL_1$ is a mixed second
 # derivative of the real model's loss (`torch.func`), with $b$ held at $b^*$; $\pi^\top v$ measures how much
@@ -193,8 +193,10 @@ fig
 # - the sign statements of R4 (frequent amplitude up, rare ones down; the rare queries' focus on the
 #   hub and its dilution) are made for the hub family with focus *on* the hub, $g>0$: with $g<0$ focus
 #   points away from the hub ({doc}`focus`), and a Dirichlet chain has no single frequent token;
-# - "early focus" needs $\kappa$ to reach 0.01 within the horizon, and the comparison with the signs of
-#   $v$ needs $v$ to be a redistribution (§2);
+# - "early focus" needs $\kappa$ to reach 0.01 within the horizon and only after the flow sat on the
+#   $\theta_c^1$ plateau ($|g|\ll\sigma_0$: on a chain with $g=0.06$ it did so during condensation, and
+#   the displacement "from $\theta_c^1$" meant nothing); the comparison with the signs of $v$ needs $v$
+#   to be a redistribution (§2);
 # - the end point is a critical point with the exact fit only for the symmetric family ($\delta=0$),
 #   where $\theta_c^2$ traps the flow; "attention to the hub ends *below* $\pi_{\rm hub}$" needs the rare
 #   amplitudes to change sign, as for the spec's chain — elsewhere the dilution is the fall from the

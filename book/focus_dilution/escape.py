@@ -129,7 +129,7 @@ tex = display.equation("eq_reduced", rep.ls_sym.reduced, lhs=r"\dot z=J_\perp(\d
 # (errata Q3), so we compute $\theta_c^2(\delta)$ on the real model below
 # ({glue:text}`symbolic_s:.1f` s of sympy).
 #
-# ## 2. Trapping at $\delta=0$
+# ## 2. Trapping at δ = 0
 #
 # The flow settles at $\theta_c^2$ at $t\approx$ {glue:text}`t_settle:.0f` and stays: until
 # $t=$ {glue:text}`t_trapped:.0f` the loss remains {glue:text}`L_end0:.6f` ($=L(\theta_c^2)$

@@ -88,7 +88,7 @@ def main_stats(run: runs.FlowRun, chain: MarkovChain, v: np.ndarray, g: float, t
                kappa_end=float(kappa[-1]), A00_end=float(A[-1, hub, hub]), A10_end=float(A[-1, low[0], hub]),
                hub_att_end=float(q["hub_attention"][-1]), ent_end=float(q["attn_entropy"][-1]),
                L_end=float(q["loss"][-1]), grad_end=float(fmeasure.grad_norms(states_end, run.loss_fn)[0]),
-               t_end=t_end, flow_s=run.wall_s, flow_nfev=run.nfev,
+               t_end=t_end, flow_s=run.wall_s, flow_nfev=run.nfev, t_c1=float(t[i_c1]),
                r_c1=float(pi @ amp[i_c1]), r_early=float(pi @ amp[i_early]) if early_reached else NAN,
                t_early=float(t[i_early]) if early_reached else NAN, early_reached=early_reached,
                early_sign_ok=bool(np.all(np.sign(d_amp_early) == np.sign(v))) if early_reached else False,
@@ -174,6 +174,7 @@ class DilutionReport(PageReport):
     L_end: float
     grad_end: float
     t_end: float
+    t_c1: float
     flow_s: float
     flow_nfev: int
     r_c1: float
@@ -234,7 +235,10 @@ class DilutionReport(PageReport):
 
     def domain_early(self):
         return claims.domain(*self._focus_on_hub(), (f"focus entered: κ reaches {KAPPA_EARLY:g} within the horizon",
-                                                     self.early_reached, f"κ(end) = {self.kappa_end:.3g}"))
+                                                     self.early_reached, f"κ(end) = {self.kappa_end:.3g}"),
+                             (f"a θ_c¹ plateau before focus: κ reaches {KAPPA_EARLY:g} after the reference point on it "
+                              "(|g| ≪ σ0)", bool(self.t_early > self.t_c1),
+                              f"t(κ = {KAPPA_EARLY:g}) = {self.t_early:.0f}, plateau point t = {self.t_c1:.0f}"))
 
     def domain_trap(self):
         """θ_c² traps the flow (δ = 0 in the hub family) and the run has arrived: it ends on a plateau
@@ -358,38 +362,38 @@ class DilutionReport(PageReport):
         ax[0].plot(t, amp[:, low].mean(1), color=PALETTE[1], label="rare tokens (mean)")
         ax[0].axhline(0, color="k", lw=0.6)
         ax[0].set(xlabel="t", ylabel=r"$a_k=\langle h_k,u\rangle$", title="amplitudes move apart")
-        ax[0].legend(fontsize="x-small")
+        ax[0].legend(fontsize=8)
         ax[1].plot(t, A[:, hub, hub], color=PALETTE[0], label="frequent query")
         ax[1].plot(t, A_low_hub, color=PALETTE[1], label="rare queries")
         ax[1].axhline(pi[hub], ls=":", color="k", lw=1, label=r"$\pi_{\rm hub}$")
         ax[1].set(xlabel="t", ylabel=r"$A_{i,\rm hub}$", ylim=(pi[hub] - 0.06, None), title="focus, then dilution")
-        ax[1].legend(fontsize="x-small")
+        ax[1].legend(fontsize=8)
         ax[2].plot(t, q["loss"], color="k")
         ax[2].axhline(H_pi, ls="--", color=PALETTE[1], label=r"$H(\pi)$")
         if self.symmetric_family:
             ax[2].axhline(self.L_c2_closed, ls="--", color=PALETTE[2], label=r"$L(\theta_c^2)$ closed form")
         ax[2].set(xlabel="t", ylabel="loss", ylim=(self.L_end - 0.01, H_pi + 0.01), title="second plateau")
-        ax[2].legend(fontsize="x-small")
+        ax[2].legend(fontsize=8)
         ax = axes[1]
         keys = np.arange(chain.d)
         ax[0].bar(keys - 0.2, self.v / np.abs(self.v).max(), 0.4, color=PALETTE[3], label=r"$v/\max|v|$")
         ax[0].bar(keys + 0.2, pi / pi.max(), 0.4, color=PALETTE[0], label=r"$\pi/\max\pi$")
         ax[0].axhline(0, color="k", lw=0.6)
         ax[0].set(xlabel="token k", title=r"next-order drive $v$ vs $\pi$")
-        ax[0].legend(fontsize="x-small")
+        ax[0].legend(fontsize=8)
         qc, tc = self.run_c.q, self.run_c.t
         ax[1].plot(tc, qc["hub_attention"], color=PALETTE[4], label=r"hub attention $\sum_i\pi_iA_{i,\rm hub}$")
         ax[1].plot(tc, qc["attn_entropy"], color=PALETTE[2], label="attention entropy")
         if self.escaped:
             ax[1].axvline(self.t_esc, color="k", lw=0.8, ls=":")
         ax[1].set(xlabel="t", title=f"δ = {self.delta_cycle_val:g}: the second cycle")
-        ax[1].legend(fontsize="x-small")
+        ax[1].legend(fontsize=8)
         ax[2].plot(tc, qc["loss"], color="k")
         for level, lab, col in [(self.chain_cycle.unigram_entropy(), r"$H(\pi)$", PALETTE[1]),
                                 (self.bigram_cycle, "bigram optimum", PALETTE[3])]:
             ax[2].axhline(level, ls="--", color=col, label=lab)
         ax[2].set(xlabel="t", ylabel="loss", title=f"δ = {self.delta_cycle_val:g}: loss")
-        ax[2].legend(fontsize="x-small")
+        ax[2].legend(fontsize=8)
         fig.suptitle(f"Dilution on the {chain.name}", y=1.03)
         return [fig]
 

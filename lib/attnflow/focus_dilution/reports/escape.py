@@ -269,7 +269,7 @@ class EscapeReport(PageReport):
         if self.settled:
             ax[0].axvspan(self.t_settle, t0[-1], color=STAGE_COLORS["plateau"], zorder=0)
         ax[0].set(xlabel="t", title=r"$\delta=0$: trapped at $\theta_c^2$")
-        ax[0].legend(fontsize="x-small")
+        ax[0].legend(fontsize=8)
         colors = [PALETTE[i % len(PALETTE)] for i in range(len(self.sweep))]
         for col, r in zip(colors, self.sweep):
             ax[1].semilogy(r.run.t, r.run.q["sigma2"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
@@ -279,7 +279,7 @@ class EscapeReport(PageReport):
         ax[1].semilogy(t0[early], q0["sigma2"][early], color="k", lw=1, ls=":", label="δ = 0")
         ax[1].axhspan(0.01, 0.1, color="k", alpha=0.04)
         ax[1].set(xlabel="t", title=r"$\sigma_2(W_0)$: escape at rate $\propto\delta$")
-        ax[1].legend(fontsize="x-small")
+        ax[1].legend(fontsize=8)
         ds = self.deltas
         dd = np.linspace(0, ds.max() * 1.05, 50)
         ax[2].plot(ds, self.rates, "o", color=PALETTE[0], label=r"rate of $\sigma_2(W_0)$")
@@ -291,7 +291,7 @@ class EscapeReport(PageReport):
             ax[2].plot(ds, [SPEC["escape_rate"].get(d_, NAN) for d_ in ds], "+", color=PALETTE[1], ms=10,
                        label="spec (Euler)")
         ax[2].set(xlabel=r"$\delta$", ylabel="rate", title="escape rate vs δ")
-        ax[2].legend(fontsize="x-small")
+        ax[2].legend(fontsize=8)
         ax = axes[1]
         ax[0].plot(1 / ds, self.t_esc - self.t_settle, "o-", color=PALETTE[0])
         ax[0].set(xlabel=r"$1/\delta$", ylabel=r"$t_{\rm esc}-t_{\rm settle}$", title="escape time Θ(1/δ)")
@@ -300,14 +300,14 @@ class EscapeReport(PageReport):
             ax[1].semilogy(self.run_c.t, sv[:, k], lw=1.3, label=fr"$\sigma_{k + 1}(W_0)$")
         ax[1].axhline(0.1, color="k", lw=0.8, ls=":")
         ax[1].set(xlabel="t", title=f"δ = {self.delta_val:g}: new directions open")
-        ax[1].legend(fontsize="x-small", ncol=2)
+        ax[1].legend(fontsize=8, ncol=2)
         for col, r in zip(colors, self.sweep):
             ax[2].plot(r.run.t, r.run.q["loss"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
         ax[2].plot(t0[early], q0["loss"][early], color="k", lw=1, ls=":", label="δ = 0")
         ax[2].axhline(self.bigram0, color=PALETTE[3], ls="--", lw=1, label="bigram (δ = 0)")
         ax[2].set(xlabel="t", ylabel="loss", ylim=(self.bigram0 - 0.01, sym.unigram_entropy() + 0.01),
                   title="loss: θ_c² plateau, then the next cycles")
-        ax[2].legend(fontsize="x-small")
+        ax[2].legend(fontsize=8)
         fig.suptitle(f"Escape from the degenerate point, {sym.name.replace(', δ=0', '')}", y=1.03)
         return [fig]
 
