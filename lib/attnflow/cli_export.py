@@ -24,24 +24,22 @@ __all__ = ["main", "export_main", "export_page", "prepare_installed"]
 
 def prepare_installed() -> Path | None:
     """Outside a checkout: stand-in data and cache from :func:`attnflow.resources.activate`, and
-    the runner's book root falling back to the packaged book. Returns the packaged root in use.
-
-    (Workaround until ``runner.book_root()`` itself falls back to ``resources.book_root()``.)"""
+    the runner's book root falling back to the packaged book (older runners). Returns the
+    packaged root when that is the book in use (run outputs must then not go into it)."""
     from attnflow import resources, runner
 
     if resources.checkout_root() is not None:
         return None
     resources.activate()
+    packaged = resources.packaged_root()
     try:
-        runner.book_root()
-        return None
+        root = runner.book_root()
     except Exception:
-        pass
-    root = resources.packaged_root()
-    if root is None:
-        return None
-    runner.book_root = resources.book_root          # type: ignore[assignment]
-    return root
+        if packaged is None:
+            return None
+        runner.book_root = resources.book_root      # type: ignore[assignment]
+        root = packaged
+    return root if packaged is not None and Path(root).resolve() == packaged.resolve() else None
 
 
 def export_page(page: str, output: str | Path = ".", *, source: str | Path | None = None, profile: str | None = None,
