@@ -68,7 +68,8 @@ from attnflow.focus_dilution.reports import cycle
 rep = cycle.measure(cfg)        # the flow, the seeds' training runs, the stages and every measurement
 rep.glue()
 print(f"{rep.chain.name}; flow {rep.flow_s:.1f} s ({rep.flow.nfev} gradient evaluations); {rep.n_seeds} training "
-      f"runs {rep.train_s:.1f} s on {rep.trained[0].settings['device']}; η λ_max along the flow: {rep.lam}")
+      f"runs {rep.train_s:.1f} s on {rep.trained[0].settings['device']}; η λ_max along the flow: "
+      + ", ".join(f"{v:.2f} at t = {t}" for t, v in rep.lam.items()))
 
 # %% [markdown]
 # ## 1. One flow, several training runs
