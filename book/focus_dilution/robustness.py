@@ -172,8 +172,8 @@ fig = rep.sweep_figure()
 # *Domains.* Each claim is checked only where its theory applies, from the parameters and the
 # state before measuring: the slope needs two values $\epsilon\le10^{-3}$ that focus within the
 # horizon; an escape of width $m\ge2$ needs $\delta>0$ and $\theta_c^2$ reached early enough that the
-# horizon covers the predicted escape, $\ln(100)/(0.027\,\delta)$ later (the slowest rate per unit
-# $\delta$ of the spec's table, for $\sigma_2$ to grow from $10^{-3}$ to $0.1$); the trap needs the $\delta=0$ run at $\theta_c^2$; the escape rate is compared with
+# horizon covers the predicted escape, $\ln(10)/(0.027\,\delta)$ later (the slowest rate per unit
+# $\delta$ of the spec's table, for the tenfold growth of $\sigma_2$ the detector calls an escape); the trap needs the $\delta=0$ run at $\theta_c^2$; the escape rate is compared with
 # the spec's table only on the spec's chain and where the linear transverse regime of R5 is
 # actually entered (the conditions of {doc}`escape`: $\sigma_2(W_0)$ crosses the window after the
 # first dilution, the growing mode starts above the $O(\epsilon)$ transverse level — with another

@@ -32,7 +32,7 @@ SWEEP_NAMES = {"ε": "ε", "m": "m", "δ": "δ", "chain": "(a_h, b_h)"}
 SPEC_CHAIN = dict(n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4)   # the chain of the spec's escape-rate table
 RATE_RTOL = 0.02          # B15: GD's step bias (≤ 0.6 %) + the spec's 3-digit rounding and window rule
 ESCAPE_PER_DELTA = 0.027 # escape rate per unit δ, the smallest of the spec's table (0.0109 at δ = 0.4): σ₂ grows
-                         # from ~10⁻³ to 0.1 in ln(100)/(0.027 δ) after θ_c²
+                         # tenfold (the detector's escape) in ln(10)/(0.027 δ) after θ_c²
 TRAP_RATE = 1e-5          # B8: |d log σ₂/dt| on the θ_c² plateau below this is a numerical zero
 NAN = float("nan")
 
@@ -161,10 +161,10 @@ class RobustnessReport(PageReport):
                 dom = None
             else:
                 d1, horizon = st.get("dilution", 1), float(self.runs[k].t[-1])
-                t_esc = np.log(100.0) / (ESCAPE_PER_DELTA * cfg.delta) if cfg.delta > 0 else np.inf
+                t_esc = np.log(10.0) / (ESCAPE_PER_DELTA * cfg.delta) if cfg.delta > 0 else np.inf
                 dom = claims.domain(("δ > 0", cfg.delta > 0, f"δ = {cfg.delta:g}"),
                                     ("θ_c² reached, and the horizon leaves the predicted escape time "
-                                     f"ln(100)/({ESCAPE_PER_DELTA:g} δ) after it", bool(d1.end + t_esc <= horizon),
+                                     f"ln(10)/({ESCAPE_PER_DELTA:g} δ) after it", bool(d1.end + t_esc <= horizon),
                                      f"t_D1 = {d1.end:.0f}, escape time {t_esc:.0f}, horizon {horizon:.0f}"))
             claims.check("B9", has_escape, k[1] >= 2, predicate=lambda x, m=k[1]: x == (m >= 2),
                          tolerance="escape iff m ≥ 2", what=f"width m = {k[1]}: escape detected", source="reconstruction",
