@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnflow.params import ParameterError
-from attnflow.sharpening import reduction, schemas
+from attnflow.sharpening import reduction, schemas, targets
 from attnflow.sharpening.data import Task
 from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve
 
@@ -14,11 +14,9 @@ from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")   # tiny float64 models: ~20× faster on one thread
 
 
-SPEC = {  # spec §8.1: (r, model) -> (p(s=0.9), t(s=0.9), p(1e5), odds/log² t at 1e5, a(1e5))
-    (1, "CACO"): (0.8431, 27.7, 0.9875, 0.596, 13.06), (1, "CAFO"): (0.5373, 18.8, 0.8530, 0.044, 19.17),
-    (1, "FACO"): (0.9770, 26.1, 0.9992, 10.029, 12.91), (1, "FAFO"): (0.7228, 19.4, 0.9839, 0.460, 16.60),
-    (10, "CACO"): (0.9837, 16.3, 0.9988, 6.226, 12.91), (10, "CAFO"): (0.9337, 9.4, 0.9870, 0.572, 16.53),
-    (10, "FACO"): (0.9990, 16.2, 0.9999, 136.144, 12.90), (10, "FAFO"): (0.9947, 9.8, 0.9992, 9.722, 16.33),
+SPEC = {  # spec §8.1 (attnflow.sharpening.targets): (r, model) -> (p(s=0.9), t(s=0.9), p(1e5), odds/log² t at 1e5, a(1e5))
+    (int(r), name): (row.p_match, row.t_match, row.p_end, row.odds_l2_end, row.a_end)
+    for (r, name), row in targets.REDUCED.items()
 }
 
 

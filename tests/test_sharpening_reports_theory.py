@@ -158,3 +158,38 @@ def test_growth_report_small(ledger):
     assert len(a13) == 2 and {r["verdict"] for r in a13} == {"outside"} and "horizon" in a13[0]["reason"]
     # a window that starts before saturation: the odds-slope law is outside its domain, not a failure
     assert not rep.saturated_domain(("CACO", 1.0)) or rep.start[("CACO", 1.0)][0] >= 0.9
+
+
+# ---------------------------------------------------------------------------------------------- Corollary 5
+MECH = dict(n_classes=3, n_compete=4, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e3, rtol=1e-10,
+            parametrizations=["FACO", "FAFO"], matched_prob=0.8, pop_n_common=1, n_common=4, seq_len=6,
+            n_samples=40, gd_lr=0.3, init_std=0.1, loss_target=0.5, max_steps=2000, seeds=[0, 1, 2], device="cpu")
+
+
+def test_mechanism_report_small(ledger):
+    from attnflow.sharpening.reports.sharpening_mechanism import mechanism_report
+
+    rep = mechanism_report(cfg_of(schemas.SHARPENING_MECHANISM, **MECH))
+    assert rep.n_nonzero == 0 and rep.n_seeds == 3 and rep.samp_all_reached
+    assert rep.p_match[("FACO", 10.0)] > rep.p_match[("FACO", 1.0)]
+    assert rep.full_dev < 1e-6
+    read = ledger("test/mech")
+    rep.check_claims()
+    recs = read()
+    assert "fail" not in {r["verdict"] for r in recs.values()}
+    outside = {k for k, r in recs.items() if r["verdict"] == "outside"}
+    assert any("r=1: p at s = 0.9" in k for k in outside)        # not the spec system: §8.1 targets outside
+    assert any("paired by seed" in k for k in recs) and not any("paired by seed" in k for k in outside)
+
+
+def test_sampled_runs_name_the_cause():
+    from attnflow.sharpening import mechanism
+    from attnflow.sharpening.data import Task
+
+    task = Task(n_classes=3, n_common=4, seq_len=6)
+    slow = mechanism.sampled_at_loss("FACO", task, lr_ratio=1.0, n_samples=40, lr_ov=0.01, loss_target=0.1,
+                                     max_steps=20, device="cpu")
+    assert slow.status == "slow" and "max_steps" in slow.message and np.isnan(slow.p)
+    big = mechanism.sampled_at_loss("FAFO", task, lr_ratio=10.0, n_samples=40, lr_ov=10.0, loss_target=0.5,
+                                    max_steps=2000, device="cpu")
+    assert big.status in ("overshot", "diverged") and "gd_lr" in big.message

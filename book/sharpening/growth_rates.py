@@ -186,8 +186,11 @@ exercises.check("exponent_mine", float(exponent_mine), expected=rep.odds_exponen
 # - **A4** (OV slope): for collapsed OV we compare with sympy's exact solution of the
 #   dominant-balance equation, $u=\log(C+(K-1)t)$, its constant fixed at the window start (the
 #   early transient leaves $C\approx-50$, which the bare law $\log((K-1)t)$ would misread as a
-#   slope error of a few $10^{-4}$); what remains neglected are terms of order $1-p$ at the
-#   window start. For factorized OV the first neglected term of the law is
+#   slope error of a few $10^{-4}$); what remains neglected are terms of order $1-p$
+#   (attention not yet saturated) and $1-s$ (the law's $g\approx(K-1)e^{-u}$) at the window
+#   start, and their sum is the tolerance. (With $1-p$ alone, FACO at $r=30$ failed: its
+#   attention saturates so fast that $1-p$ fell to $4\cdot10^{-5}$ while the $1-s$ term left a
+#   slope deviation of $5\cdot10^{-5}$–$6\cdot10^{-4}$.) For factorized OV the first neglected term of the law is
 #   $(\log L+\log2(K-1))/L$ in $u$, whose slope is at most $(\log L+\log 2(K-1))/L^2$ at the
 #   start of the window (≈ 0.05 for $t\ge10^4$). The tolerance is that bound; it must be
 #   $\le0.1$ (inside the domain).

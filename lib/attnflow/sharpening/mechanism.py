@@ -14,6 +14,8 @@ growing rescaling 2|b| of a factorized QK circuit) supplies it. Three levels:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -24,7 +26,7 @@ from attnflow.sharpening.model import ModelConfig, SelfAttention, circuits
 from attnflow.sharpening.reduced import ReducedRun, ReducedSystem, solve
 from attnflow.sharpening.reduction import constants, coordinates, init_on_manifold
 
-__all__ = ["reduced_at_matched_loss", "full_model_at_matched_loss", "sampled_at_loss"]
+__all__ = ["reduced_at_matched_loss", "full_model_at_matched_loss", "sampled_at_loss", "SampledRun"]
 
 
 def reduced_at_matched_loss(parametrizations, lr_ratios, *, n_compete: int = 9, n_classes: int = 5,
@@ -75,27 +77,86 @@ def full_model_at_matched_loss(parametrization: str, task: Task, *, lr_ratio: fl
             "nfev": res.nfev, "residual": float(resid)}
 
 
+@dataclass
+class SampledRun:
+    """One GD run of :func:`sampled_at_loss`: the measurements at the matched loss, or why there are none.
+
+    ``status`` is ``"reached"`` (the training loss dropped below the target), ``"overshot"`` (it
+    did, but one step jumped more than ``MATCH_RTOL`` of the target below it, so the run is not at
+    the matched loss: the step is too large), ``"diverged"`` (a non-finite loss, or a loss that
+    rose well above its minimum: the step is above the stability limit of GD) or ``"slow"``
+    (still decreasing after ``max_steps``)."""
+
+    parametrization: str
+    lr_ratio: float
+    seed: int
+    status: str
+    p: float = float("nan")          # mean attention mass on the distinct tokens
+    accuracy: float = float("nan")   # training accuracy
+    steps: int | None = None         # step at which the loss first dropped below the target
+    loss: float = float("nan")       # training loss there (or at the end)
+    message: str = ""                # why the target was not reached
+
+    @property
+    def reached(self) -> bool:
+        return self.status == "reached"
+
+    def keys(self):
+        """The measurements as a mapping (``{**run}``): p, accuracy, steps, loss."""
+        return ("p", "accuracy", "steps", "loss")
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+
+UNSTABLE_RISE = 1.5   # a loss this many times above its running minimum marks an unstable step
+MATCH_RTOL = 0.2      # the loss at the stopping step must be within 20% of the target (matched loss)
+
+
 def sampled_at_loss(parametrization: str, task: Task, *, lr_ratio: float, n_samples: int = 2000, lr_ov: float = 0.1,
                     init_std: float = 0.1, loss_target: float = 0.1, max_steps: int = 8000, seed: int = 0,
-                    device: str = "auto") -> dict:
+                    device: str = "auto") -> SampledRun:
     """Full-batch GD of the full model (float32) on a sampled dataset from N(0, (init_std/√d)²),
     η_QK = r·η_OV, until the training loss first drops below ``loss_target`` (spec §8.2).
 
-    Returns the mean attention mass on the distinct (relevant) tokens, the training accuracy,
-    the step reached and the loss. Data from ``generator(seed)``, init from ``generator(seed + 1)``.
+    Returns a :class:`SampledRun` with the mean attention mass on the distinct (relevant) tokens
+    and the training accuracy at that step. Data from ``generator(seed)``, init from
+    ``generator(seed + 1)``. A run that does not reach the target says why: a diverging or
+    oscillating loss (the GD step above its stability limit: lower ``gd_lr`` or r) or a loss
+    still falling (raise ``max_steps``).
     """
     dev = devices.resolve(device)
     batch = sample(task, n_samples, seeding.generator(seed)).to(dev)
     model = SelfAttention(ModelConfig(parametrization, task.vocab_size, task.n_classes, dtype=devices.EXPERIMENT_DTYPE))
     model.init_gaussian(init_std / model.cfg.d ** 0.5, seeding.generator(seed + 1)).to(dev)
-    traj = train.train(lambda _k: model.loss(batch), model.groups(lr_ratio * lr_ov, lr_ov), steps=max_steps,
-                       stop=lambda _k, loss: loss < loss_target, record_every=max_steps,
-                       desc=f"GD {parametrization} r={lr_ratio:g}")
+    rates = f"η_OV = {lr_ov:g}, η_QK = {lr_ratio * lr_ov:g}"
+    try:
+        traj = train.train(lambda _k: model.loss(batch), model.groups(lr_ratio * lr_ov, lr_ov), steps=max_steps,
+                           stop=lambda _k, loss: loss < loss_target, record_every=max(1, max_steps // 200),
+                           desc=f"GD {parametrization} r={lr_ratio:g}")
+    except train.TrainingDiverged as err:
+        return SampledRun(parametrization, lr_ratio, seed, "diverged",
+                          message=f"GD unstable ({rates}): {err}; the step is above the stability limit, lower gd_lr")
     if traj.stopped_at is None:
-        raise RuntimeError(f"{parametrization}, r={lr_ratio:g}: the training loss stayed above {loss_target} "
-                           f"for {max_steps} steps; raise max_steps")
+        loss = np.asarray(traj.loss, dtype=float)
+        i_min = int(np.argmin(loss))
+        if loss[-1] > UNSTABLE_RISE * loss[i_min]:
+            return SampledRun(parametrization, lr_ratio, seed, "diverged", loss=float(loss[-1]), message=(
+                f"GD unstable ({rates}): the training loss rose from its minimum {loss[i_min]:.3g} (step "
+                f"{traj.steps[i_min]}) to {loss[-1]:.3g} at step {traj.steps[-1]}; the step is above the "
+                f"stability limit of GD, lower gd_lr"))
+        return SampledRun(parametrization, lr_ratio, seed, "slow", loss=float(loss[-1]), message=(
+            f"the training loss is still {loss[-1]:.3g} > {loss_target:g} after {max_steps} steps ({rates}); "
+            f"raise max_steps"))
     with torch.no_grad():
         out = model(batch.tokens)                                         # logits (N, K), attn (N, T)
         mass = float((out.attn * batch.relevant_mask).sum(-1).mean())
         acc = float((out.logits.argmax(-1) == batch.targets).float().mean())
-    return {"p": mass, "accuracy": acc, "steps": traj.stopped_at, "loss": traj.loss[-1]}
+    loss = float(traj.loss[-1])
+    if loss < (1 - MATCH_RTOL) * loss_target:
+        return SampledRun(parametrization, lr_ratio, seed, "overshot", p=mass, accuracy=acc, steps=traj.stopped_at,
+                          loss=loss, message=(f"one GD step ({rates}) took the training loss from above {loss_target:g} "
+                                              f"to {loss:.3g} at step {traj.stopped_at}: not at the matched loss, "
+                                              f"the step is too large (lower gd_lr)"))
+    return SampledRun(parametrization, lr_ratio, seed, "reached", p=mass, accuracy=acc, steps=traj.stopped_at,
+                      loss=loss)

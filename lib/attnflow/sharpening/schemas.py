@@ -103,6 +103,7 @@ SHARPENING_MECHANISM = Schema(
     init_std=Param(float, 0.0, 10.0, "Gaussian init std × √d of the sampled run", lo_open=True),
     loss_target=Param(float, 0.0, 2.0, "training loss at which the sampled runs are compared", lo_open=True),
     max_steps=Param(int, 1, 100_000, "maximum GD steps of a sampled run"),
-    seed=Param(int, 0, 2**31 - 1, "seed of the sampled data (and seed + 1 of the Gaussian init)"),
+    seeds=Param(list, 0, 2**31 - 1, "seeds of the sampled runs: data from seed, Gaussian init from seed + 1",
+                item=int, max_len=20),
     device=Param(str, doc="device of the sampled runs", choices=("auto", "cpu", "cuda")),
 )

@@ -8,7 +8,8 @@ Tolerances and domains (each from the theory's neglected terms at the window sta
 from the trajectory *before* the fit, never from the fitted value):
 
 - **A4, OV slope.** Collapsed OV: the exact dominant-balance solution neglects terms of order
-  1 − p(t_fit), the tolerance. Factorized OV: the law's first neglected term has a slope of at
+  1 − p(t_fit) (attention not yet saturated) and 1 − s(t_fit) (the law's g ≈ (K−1)e^{−u}); their
+  sum is the tolerance. Factorized OV: the law's first neglected term has a slope of at
   most (log L0 + log 2(K−1))/L0², L0 = log t_fit. Domain: the tolerance is informative, ≤ 0.1.
 - **A5, CACO odds slope.** Theorem 3 makes the odds (r/2)a² + C − b; the law omits −b, whose
   slope in log²t is a relative error 2/(r log² t_fit). Domain: that relative error ≤ 0.5 and the
@@ -70,7 +71,7 @@ class GrowthRatesReport(PageReport):
     odds_l2_1e5: dict = field(default_factory=dict)   # r -> CACO odds/log² t at 1e5 (when stored)
     runs: dict = field(repr=False, default_factory=dict)   # (name, r) -> ReducedRun
     fits: dict = field(repr=False, default_factory=dict)   # (name, r) -> GrowthFit
-    start: dict = field(repr=False, default_factory=dict)  # (name, r) -> (p, a, b, odds) at the window start
+    start: dict = field(repr=False, default_factory=dict)  # (name, r) -> (p, a, b, odds, s) at the window start
     laws: Any = field(repr=False, default=None)            # symbolic.GrowthLaws
     config: dict = field(repr=False, default_factory=dict)
 
@@ -93,7 +94,7 @@ class GrowthRatesReport(PageReport):
         if run.system.factorized_ov:
             L0 = np.log(self.fit_from_used)
             return float((np.log(L0) + np.log(2 * (self.n_classes_used - 1))) / L0**2)
-        return float(1.0 - self.start[key][0])
+        return float(1.0 - self.start[key][0]) + float(1.0 - self.start[key][4])
 
     def a4_domain(self, key) -> claims.Domain:
         tol = self.a4_tolerance(key)
@@ -109,7 +110,7 @@ class GrowthRatesReport(PageReport):
                               f"p = {p:.3g}"))
 
     def large_b_domain(self, key) -> claims.Domain:
-        _, _, b, odds = self.start[key]
+        _, _, b, odds, _ = self.start[key]
         return claims.domain(("exponential part of Ψ dominant at the window start: odds ≥ b", odds >= b,
                               f"odds = {odds:.3g}, b = {b:.3g}"))
 
@@ -248,7 +249,7 @@ def growth_rates_report(cfg) -> GrowthRatesReport:
     start = {}
     for key, run in runs.items():
         i = int(np.argmin(np.abs(run.t - cfg.fit_from)))
-        start[key] = (float(run.p[i]), float(run.a[i]), float(run.b[i]), float(run.odds[i]))
+        start[key] = (float(run.p[i]), float(run.a[i]), float(run.b[i]), float(run.odds[i]), float(run.s[i]))
     r_small, r_large = min(cfg.lr_ratios), max(cfg.lr_ratios)
     extra = {}
     if "CACO" in cfg.parametrizations:
