@@ -13,10 +13,11 @@ def test_quiet_under_pytest():
 def test_under_the_runner_the_latest_line_goes_to_the_status_file(tmp_path, monkeypatch, capsys):
     status = tmp_path / "progress"
     monkeypatch.setenv(progress.FILE_ENV, str(status))
+    seen = []
     for _ in progress.progress(range(50), desc="training", mininterval=0):
-        pass
-    line = progress.read_status(status)
-    assert line.startswith("training:") and "50/50" in line and "\n" not in line
+        seen.append(progress.read_status(status))
+    line = seen[-1]
+    assert line.startswith("training:") and "49/50" in line and "\n" not in line
     captured = capsys.readouterr()
     assert "training" not in captured.out + captured.err      # nothing in the notebook's streams
 
@@ -30,3 +31,12 @@ def test_the_status_writer_keeps_only_the_last_line(tmp_path):
     assert progress.read_status(tmp_path / "missing") == ""
     w2 = progress._StatusWriter(str(tmp_path / "no" / "such" / "dir" / "s"))
     w2.write("x")                                 # best effort: never raises
+
+
+def test_a_closed_bar_clears_the_status(tmp_path, monkeypatch):
+    status = tmp_path / "progress"
+    monkeypatch.setenv(progress.FILE_ENV, str(status))
+    bar = progress.progress(range(5), desc="phase", mininterval=0)
+    for _ in bar:
+        pass
+    assert progress.read_status(status) == ""      # leave=False: nothing stale for the next cell

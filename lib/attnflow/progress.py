@@ -45,12 +45,12 @@ class _StatusWriter:
 
     def write(self, text: str) -> None:
         line = text.replace("\r", "\n").strip().splitlines()
-        if not line:
-            return
+        if not line and "\r" not in text:
+            return                      # tqdm's bare newlines and flushes
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:
+        try:                            # a blanking '\r   \r' (a closed bar) clears the status
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(line[-1].strip())
+                fh.write(line[-1].strip() if line else "")
             os.replace(tmp, self.path)
         except OSError:
             pass  # progress is best effort; the run goes on

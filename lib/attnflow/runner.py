@@ -306,11 +306,12 @@ def signals_raise():
 
 
 def _first_line(source: str) -> str:
-    for line in source.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            return line if len(line) <= 60 else line[:57] + "..."
-    return "(comments only)"
+    """The cell's first statement that is not an import or a comment (else its first line)."""
+    lines = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if not lines:
+        return "(comments only)"
+    pick = next((ln for ln in lines if not ln.startswith(("import ", "from "))), lines[0])
+    return pick if len(pick) <= 60 else pick[:57] + "..."
 
 
 class _Watch:
@@ -331,6 +332,9 @@ class _Watch:
         self.cell, self.cell_started = cell, time.monotonic()
         if cell.cell_type == "code":
             self.ordinal += 1
+            if self.status_path is not None:       # a new cell: the last cell's bar is history
+                with contextlib.suppress(OSError):
+                    self.status_path.unlink()
 
     def describe(self) -> str:
         if self.cell is None:
