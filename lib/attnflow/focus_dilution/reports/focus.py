@@ -15,8 +15,12 @@ Domains (issue 11), from the parameters and the state before measuring:
   flow settles there before attention moves, 2|g| ≤ λ_c/``SEPARATION`` (λ_c the slowest contraction
   rate of the embedding block at θ_c¹, as on the unigram-saddle page), and the fit holds ≥ 3 stored
   times after condensation;
-* **linear regime at the onset** (sign pattern, most tilted query): the onset threshold 0.01 is a
-  small tilt only if it is small against the largest tilt the formula predicts at κ = |g|/4;
+* **the onset** (sign pattern, most tilted query, focus on the frequent token): the plateau reached,
+  the onset reached within the flow, and the amplitudes there still within ``AMP_DRIFT`` = 15 % of απ
+  (a state condition): on chains with a slow mode the 0.01 tilt is reached only after the
+  redistribution of the next stage has moved them. Probed (8 chains and seeds): the sign pattern held
+  at drifts 0.07–0.11 (0.10 on the reference run) and failed at 0.20 and 0.58; the most tilted query
+  failed at 0.30.
 * the violating chain's claims need g < 0 for it (a_h_violating, b_h_violating are free parameters).
 """
 from __future__ import annotations
@@ -38,7 +42,8 @@ __all__ = ["FocusReport", "focus_report", "shade_stages", "STAGE_ORDER"]
 
 STAGE_ORDER = ("condensation", "plateau", "focus", "dilution", "escape")
 ONSET = 0.01              # the onset of focus: first time some A_ik leaves π_k by this much
-AMP_DRIFT = 0.1          # relative drift of the amplitudes from απ at the onset beyond which it is not linear
+AMP_DRIFT = 0.15          # amplitudes left απ by more than this at the onset: redistribution is under way (probed:
+                          # sign pattern held at drifts 0.07–0.11, failed at 0.20 and 0.58; most tilted query failed at 0.30)
 T_MAX = 2e5               # longest flow integrated: chains with a slower attention mode do not focus by then
 
 
@@ -113,6 +118,7 @@ class FocusReport(PageReport):
     t_need_v: float
     amp_drift_onset: float
     amp_drift_onset_v: float
+    plateau_offset: float
     reference: bool
     chain_name: str
     gainers: np.ndarray = field(default=None, repr=False)   # keys whose attention rose at the onset (frequent query)
@@ -137,7 +143,8 @@ class FocusReport(PageReport):
 
     def onset_linear(self) -> claims.Domain:
         return self.plateau_reached() & claims.domain(
-            (f"amplitudes at the onset within {AMP_DRIFT:g} of απ (the onset is still on θ_c¹'s linear regime)",
+            ("focus has started by the end of the flow", bool(np.isfinite(self.t_onset)), f"t_onset = {self.t_onset:.4g}"),
+            (f"amplitudes at the onset within {AMP_DRIFT:g} of απ (redistribution not yet under way)",
              self.amp_drift_onset <= AMP_DRIFT, f"max |a − απ|/max απ = {self.amp_drift_onset:.3g}"))
 
     def violating_domain(self) -> claims.Domain:
@@ -145,8 +152,10 @@ class FocusReport(PageReport):
                               f"g = {self.g_v:.3g}"),
                              ("its focus starts within the flow: 1.3 × predicted plateau end ≤ T_MAX", self.t_need_v <= T_MAX,
                               f"needs t = {self.t_need_v:.3g}"),
-                             (f"its amplitudes at the onset within {AMP_DRIFT:g} of απ (linear regime)",
-                              self.amp_drift_onset_v <= AMP_DRIFT, f"max |a − απ|/max απ = {self.amp_drift_onset_v:.3g}"))
+                             ("its focus has started by the end of its flow", bool(np.isfinite(self.t_onset_v)),
+                              f"t_onset = {self.t_onset_v:.4g}"),
+                             (f"its amplitudes at the onset within {AMP_DRIFT:g} of απ", self.amp_drift_onset_v <= AMP_DRIFT,
+                              f"max |a − απ|/max απ = {self.amp_drift_onset_v:.3g}"))
 
     def glue(self, prefix: str = ""):
         from attnflow import display
@@ -233,10 +242,13 @@ class FocusReport(PageReport):
                      source="paper + reconstruction")
         focus_on_hub = onset & claims.domain(("g > 0 (frequent tokens followed by frequent tokens)", self.g > 0,
                                               f"g = {self.g:.3g}"))
-        claims.check("B6", self.A00_max, predicate=lambda x: x > self.pi_hub + 0.05, tolerance="> π_hub + 0.05",
+        m = self.plateau_offset
+        claims.check("B6", self.A00_max, predicate=lambda x: x > self.pi_hub + m,
+                     tolerance=f"> π_hub + {m:.1e} (10⁻³ + the O(cε²) plateau offset 100cε²)",
                      domain=focus_on_hub, what="max attention of the frequent query to the frequent token", source="paper")
-        claims.check("B6", self.ent_min, predicate=lambda x: x < self.H_pi - 0.01, tolerance="< H(π) − 0.01",
-                     domain=focus_on_hub, what="min attention entropy Σπ_i H(A_i·) during focus", source="paper")
+        claims.check("B6", self.ent_min, predicate=lambda x: x < self.H_pi - m,
+                     tolerance=f"< H(π) − {m:.1e} (10⁻³ + 100cε²)", domain=focus_on_hub,
+                     what="min attention entropy Σπ_i H(A_i·) during focus", source="paper")
         claims.check("B6", self.g_v, predicate=lambda x: x < 0, tolerance="< 0",
                      what="violating chain: closed-form g (a_h_violating < b_h_violating)",
                      domain=claims.domain(("a_h_violating < b_h_violating", self._violating.meta["a_h"] < self._violating.meta["b_h"],
@@ -351,6 +363,7 @@ def focus_report(cfg) -> FocusReport:
         sign_ok_v=sign_pattern_ok(gain_v, violating, g_v, dA_v), onset_tilt_v=_onset_tilt(violating, c),
         euler_A00=EULER_T3000["A00_max"],
         t_need=closed_forms.plateau_time(markov, mc.init_scale, c) * 1.35,
+        plateau_offset=1e-3 + 100 * c * mc.init_scale**2,
         amp_drift_onset=_amp_drift(q["amp"], t, t_onset, markov), amp_drift_onset_v=_amp_drift(qv["amp"], tv, t_onset_v, violating),
         t_need_v=closed_forms.plateau_time(violating, mc.init_scale, c) * 1.3, reference=is_reference(cfg), chain_name=markov.name,
         _t=t, _q=q, _dA_closed=dA_closed, _dA_flow=dA_flow, _chain=markov, _violating=violating, _tv=tv, _qv=qv,
