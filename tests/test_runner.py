@@ -44,6 +44,8 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, needle):
 def test_assignments_are_typed():
     vals = runner.parse_assignments(["r=3", "x=2.5", "m='FAFO'", "ms=['CACO', 'FAFO']", "flag=True", "name=BDF"])
     assert vals == {"r": 3, "x": 2.5, "m": "FAFO", "ms": ["CACO", "FAFO"], "flag": True, "name": "BDF"}
+    assert runner.parse_assignments(["ms=[CACO, FAFO]", "xs=[1, 2.5]", "e=[]"]) == {"ms": ["CACO", "FAFO"],
+                                                                                    "xs": [1, 2.5], "e": []}
 
 
 @pytest.mark.notebook

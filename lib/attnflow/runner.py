@@ -186,11 +186,18 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
         k = k.strip()
         if not k.isidentifier():
             raise RunError(f"parameter name {k!r} is not a valid name")
-        try:
-            out[k] = ast.literal_eval(v.strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            out[k] = v
+        out[k] = _literal(v.strip())
+        if isinstance(out[k], str) and out[k].startswith("[") and out[k].endswith("]"):
+            # a list of bare words, -p models=[CACO,FAFO]: each item a literal, else its text
+            out[k] = [_literal(x.strip()) for x in out[k][1:-1].split(",") if x.strip()]
     return out
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
 
 
 def _code_cells(nb) -> list:
