@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Theorem 4 — growth rates: $\log t$ for OV, $\log^2 t$ for the attention odds
+# # Theorem 4 — growth rates: log t for OV, log² t for the attention odds
 #
 # Once the model predicts correctly, the loss keeps falling but ever more slowly, and the two
 # scalars keep growing. How fast? The OV scalar grows like $\log t$; the QK side grows like

@@ -95,8 +95,7 @@ display.equation("eq_phi_unbalanced", rep.unbalanced.phi, lhs=r"\Phi(a)\ \text{f
 rep.ode_table()
 
 # %%
-fig_line, fig_gd = rep.figures()
-fig_line
+fig = rep.line_figure()
 
 # %% [markdown]
 # Every trajectory lies on its dotted line of slope $r$; over the {glue:text}`n_runs` runs the
@@ -138,7 +137,7 @@ exercises.check("slope_mine", float(slope_mine), expected=cfg.lr_ratios[-1], rto
 rep.gd_table()
 
 # %%
-fig_gd
+fig = rep.gd_figure()
 
 # %% [markdown]
 # The local order between the two finest steps lies between {glue:text}`order_min:.3f` and

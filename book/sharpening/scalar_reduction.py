@@ -71,7 +71,7 @@ glued = rep.glue()
 rg, fm, fr = rep.sym
 
 # %% [markdown]
-# ## 1. Which loss, which $n$
+# ## 1. Which loss, which n
 #
 # Everything on this page uses the **population loss**: the exact expectation over the data
 # distribution of spec §5.1, with $K$ = {glue:text}`n_classes_used`, $M$ =

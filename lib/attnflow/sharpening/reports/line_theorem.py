@@ -110,14 +110,15 @@ class LineTheoremReport(PageReport):
                                **{f"order {hs[i]:g}→{hs[i + 1]:g}": o for i, o in enumerate(self.local_order[n])}}
                               for n in self.parametrizations], floatfmt="{:.3g}")
 
-    def figures(self) -> list:
+    def line_figure(self):
+        """Trajectories in the (Φ, Ψ) plane, one panel per parametrization (at most 2 per row for 4)."""
         from attnflow import plotting
         from attnflow.plotting import MODEL_COLORS
 
         names = self.parametrizations
-        ncol = min(len(names), 2) if len(names) == 4 else min(len(names), 3)
+        ncol = 2 if len(names) == 4 else min(len(names), 3)
         nrow = -(-len(names) // ncol)
-        fig1, axes = plotting.subplots(nrow, ncol, width=3.4, height=2.8)
+        fig, axes = plotting.subplots(nrow, ncol, width=3.4, height=2.8)
         shades = np.linspace(0.35, 1.0, len(self.lr_ratios))
         for j, name in enumerate(names):
             axj = axes[j // ncol, j % ncol]
@@ -131,11 +132,17 @@ class LineTheoremReport(PageReport):
             axj.legend(fontsize="small", loc="upper left")
         for j in range(len(names), nrow * ncol):
             axes[j // ncol, j % ncol].set_visible(False)
-        fig1.suptitle(f"Theorem 3: trajectories in (Φ, Ψ) up to t = {self.horizon_used:.0e} are lines of slope r (dotted)",
-                      y=1.02)
+        fig.suptitle(f"Theorem 3: trajectories in (Φ, Ψ) up to t = {self.horizon_used:.0e} are lines of slope r (dotted)",
+                     y=1.02)
+        return fig
 
-        fig2, ax = plotting.subplots(1, 2, width=4.0, height=3.1)
-        hs = self.gd_steps
+    def gd_figure(self):
+        """GD drift against the step size, and the relative ODE drift per ratio."""
+        from attnflow import plotting
+        from attnflow.plotting import MODEL_COLORS
+
+        names, hs = self.parametrizations, self.gd_steps
+        fig, ax = plotting.subplots(1, 2, width=4.0, height=3.1)
         for name in names:
             ax[0, 0].loglog(hs, self.gd_drift[name], "o-", color=MODEL_COLORS[name], label=name)
             ax[0, 1].semilogy(range(len(self.lr_ratios)), [self.rel_drift[(name, r)] for r in self.lr_ratios], "o-",
@@ -147,8 +154,11 @@ class LineTheoremReport(PageReport):
         ax[0, 1].axhline(DRIFT_FACTOR, color="k", ls=":", lw=1)
         ax[0, 1].set(xticks=range(len(self.lr_ratios)), xticklabels=[f"r={r:g}" for r in self.lr_ratios],
                      ylabel=r"drift / (rtol·S)", title=f"adaptive ODE: below {DRIFT_FACTOR:g} (dotted)")
-        fig2.suptitle("Theorem 3 is exact for the flow and first-order broken by discrete steps", y=1.04)
-        return [fig1, fig2]
+        fig.suptitle("Theorem 3 is exact for the flow and first-order broken by discrete steps", y=1.04)
+        return fig
+
+    def figures(self) -> list:
+        return [self.line_figure(), self.gd_figure()]
 
     # -- claims ------------------------------------------------------------------------------------
     def check_claims(self) -> None:
