@@ -23,7 +23,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default=None, help="book (page defaults), smoke or paper")
     r.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter (Python literal, e.g. -p lr_ratio=3 -p models=\"['FAFO']\")")
-    r.add_argument("--output", default=None, help="folder for the executed notebook and claims (default runs/PAGE)")
+    r.add_argument("--output", default=None, help="folder for the executed notebook and claims (default ./runs/PAGE, "
+                        "./runs/PAGE-HASH with -p/--profile values)")
     r.add_argument("--timeout", type=int, default=1800, help="per-cell time limit in seconds (default 1800)")
     r.add_argument("--quiet", action="store_true", help="no progress lines while the page runs")
     r.add_argument("--force", action="store_true",

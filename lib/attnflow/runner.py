@@ -473,9 +473,18 @@ def _stop_kernel(watch: _Watch) -> None:
         km.cleanup_resources()
 
 
-def _output_folder(output: str | Path | None, root: Path, key: str) -> Path:
-    out = Path(output).expanduser() if output else root / "runs" / key.replace("/", "__")
-    return Path(os.path.abspath(out))
+def _output_folder(output: str | Path | None, root: Path, key: str, params: Mapping[str, Any] | None = None) -> Path:
+    """``--output``, else ``runs/<page>`` in the current folder; a run with overrides gets its own
+    ``runs/<page>-<hash of the values>`` so that variants of a page do not overwrite each other."""
+    if output:
+        return Path(os.path.abspath(Path(output).expanduser()))
+    name = key.replace("/", "__")
+    if params:
+        import hashlib
+
+        blob = json.dumps(dict(params), sort_keys=True, default=repr).encode()
+        name += "-" + hashlib.sha256(blob).hexdigest()[:8]
+    return Path(os.path.abspath(Path.cwd() / "runs" / name))
 
 
 def _prepare_output(out_dir: Path, names: Sequence[str]) -> tuple[Path, list[Path]]:
@@ -573,7 +582,7 @@ def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force,
         prevalidate(nb, params, path.parent, key)
 
     name = path.stem
-    out_dir = _output_folder(output, root, key)
+    out_dir = _output_folder(output, root, key, params)
     final_nb, final_claims = out_dir / f"{name}.ipynb", out_dir / f"{name}.claims.json"
     tmp, created = _prepare_output(out_dir, [final_nb.name, final_claims.name])
     kept = False
