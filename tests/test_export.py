@@ -180,3 +180,41 @@ def test_exported_page_runs_with_plain_papermill_in_an_empty_folder(page, params
     text = "".join(o.get("text", "") for c in ran.cells if c.cell_type == "code" for o in c.outputs)
     assert re.search(r"claims on \S+: \d+ passed.*, 0 failed", text), text[-2000:]
     assert sorted(p.name for p in empty.iterdir()) == ["out.ipynb"]        # the page wrote nothing else
+
+
+def test_sphinx_download_writes_notebooks_and_buttons(tmp_path):
+    """The extension on a fake Sphinx app: exported notebook, exercise versions, download menu."""
+    from types import SimpleNamespace
+
+    from attnflow import exercises, sphinx_download
+
+    outdir = tmp_path / "_build" / "html"
+    src = tmp_path / "_build" / "jupyter_execute" / "book" / "ch" / "page.ipynb"
+    src.parent.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Page\n\nValue {glue:text}`v:.1f`, {cite:t}`vashisht26a`."),
+        nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(f"{exercises.BEGIN}\nb = 2 * a\n{exercises.END}", metadata={"tags": ["exercise"]}),
+        nbformat.v4.new_code_cell('exercises.check("b", b, 2, rtol=0)', metadata={"tags": ["exercise-check"]})])
+    nbformat.write(nb, src)
+    src.with_name("page.glue.json").write_text(json.dumps({"v": {"data": {"text/plain": "0.25"}}}))
+    app = SimpleNamespace(outdir=str(outdir), srcdir=str(ROOT), builder=SimpleNamespace(format="html"),
+                          config=SimpleNamespace(attnflow_download_base_url=None, attnflow_download_install=None,
+                                                 bibtex_bibfiles=["book/references.bib"]))
+    theme = [{"type": "link", "label": "download-notebook-button"}, {"type": "link", "label": "download-source-button"}]
+    context = {"pathto": lambda p, flag=0: "../../" + p,
+               "header_buttons": [{"type": "group", "label": "download-buttons", "buttons": list(theme)}]}
+    sphinx_download._add_downloads(app, "book/ch/page", "page.html", context, doctree=object())
+    labels = [b["label"] for b in context["header_buttons"][0]["buttons"]]
+    assert labels == ["download-ipynb-button", "download-student-button", "download-solution-button",
+                      "download-source-button"]
+    assert context["header_buttons"][0]["buttons"][0]["url"] == "../../_notebooks/book/ch/page.ipynb"
+    out = nbformat.read(outdir / "_notebooks" / "book" / "ch" / "page.ipynb", as_version=4)
+    assert out.cells[0].source == "# Page\n\nValue 0.2, Vashisht and Ramaswamy (2026)."
+    stu = nbformat.read(outdir / "_notebooks" / "book" / "ch" / "page.student.ipynb", as_version=4)
+    assert "b = ...  # YOUR CODE HERE" in [c.source for c in stu.cells]
+    assert (outdir / "_notebooks" / "book" / "ch" / "page.solution.ipynb").exists()
+    # a page that myst-nb did not execute (a .md page) gets no notebook and keeps the theme's menu
+    context2 = {"pathto": context["pathto"], "header_buttons": [{"label": "download-buttons", "buttons": list(theme)}]}
+    sphinx_download._add_downloads(app, "book/intro", "page.html", context2, doctree=object())
+    assert context2["header_buttons"][0]["buttons"] == theme
