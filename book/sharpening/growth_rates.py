@@ -172,7 +172,7 @@ exponent_mine = np.polyfit(np.log(np.log(run.t[window])), np.log(run.odds[window
 ### END SOLUTION
 
 # %% tags=["exercise-check"]
-exercises.check("exponent_mine", float(exponent_mine), expected=rep.odds_exponent, rtol=1e-6,
+exercises.check("exponent_mine", exponent_mine, expected=rep.odds_exponent, rtol=1e-6,
                 hint="np.polyfit(x, y, 1)[0] is the slope of a least-squares line")
 
 # %% [markdown]
