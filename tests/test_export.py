@@ -218,3 +218,21 @@ def test_sphinx_download_writes_notebooks_and_buttons(tmp_path):
     context2 = {"pathto": context["pathto"], "header_buttons": [{"label": "download-buttons", "buttons": list(theme)}]}
     sphinx_download._add_downloads(app, "book/intro", "page.html", context2, doctree=object())
     assert context2["header_buttons"][0]["buttons"] == theme
+
+
+def test_attnflow_export_command_from_an_executed_notebook(tmp_path, capsys):
+    """``attnflow export PAGE --from NB --student --solution`` (no execution: stand-in glue values)."""
+    import jupytext
+
+    from attnflow import cli_export, exercises
+
+    page = "sharpening/lemma1_rescaling"
+    src = tmp_path / "ran.ipynb"
+    nbformat.write(_fake_executed(jupytext.read(ROOT / "book" / f"{page}.py")), src)
+    assert cli_export.main(["export", page, "--from", str(src), "--student", "--solution", "--output", str(tmp_path / "nb")]) == 0
+    written = capsys.readouterr().out.split()
+    assert [Path(w).name for w in written] == ["lemma1_rescaling.ipynb", "lemma1_rescaling.solution.ipynb",
+                                               "lemma1_rescaling.student.ipynb"]
+    stu = nbformat.read(tmp_path / "nb" / "lemma1_rescaling.student.ipynb", as_version=4)
+    assert any("# YOUR CODE HERE" in c.source for c in stu.cells) and exercises.has_exercises(stu)
+    assert cli_export.main(["export", "no/such_page", "--from", str(src)]) == 2

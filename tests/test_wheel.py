@@ -1,5 +1,7 @@
 """The package installs anywhere (issue 12 item 4): a wheel that carries the book, run from an empty folder.
 
+``attnflow.resources`` (checkout / book above the folder / packaged copy) is unit-tested at the end.
+
 ``test_wheel_carries_the_book`` builds the wheel (from a copy of the tracked sources, so no
 ``build/`` folder lands in the checkout) and lists it. ``test_wheel_runs_in_a_fresh_venv`` makes
 a fresh Python 3.11 venv, installs the wheel and runs ``attnflow pages`` and a cheap page in an
@@ -23,7 +25,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "_toc.yml", "lib", "book", "data")
-pytestmark = pytest.mark.slow
 
 
 def _copy_sources(dest: Path) -> Path:
@@ -47,6 +48,7 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+@pytest.mark.slow
 def test_wheel_carries_the_book(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     need = ["attnflow/_book/_toc.yml", "attnflow/_book/book/profiles.yml", "attnflow/_book/book/references.bib",
@@ -66,6 +68,7 @@ def _run(cmd, cwd, env, timeout=900):
     return p.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("python3.11") is None and sys.version_info[:2] != (3, 11), reason="needs Python 3.11")
 def test_wheel_runs_in_a_fresh_venv(wheel, tmp_path):
     venv = tmp_path / "venv"
@@ -98,3 +101,49 @@ def test_wheel_runs_in_a_fresh_venv(wheel, tmp_path):
     exported = _run([venv / "bin" / "attnflow", "export", "sharpening/lemma1_rescaling",
                      "--from", str(run_dir / "lemma1_rescaling.ipynb"), "--student", "--output", "nb"], empty, env)
     assert "lemma1_rescaling.student.ipynb" in exported
+
+
+# ----------------------------------------------------------------------------- resources (fast)
+def test_resources_in_the_checkout(monkeypatch):
+    from attnflow import resources
+
+    assert resources.checkout_root() == ROOT and resources.book_root() == ROOT
+    assert resources.data_dir() == ROOT / "data"
+    monkeypatch.delenv("ATTNFLOW_DATA_DIR", raising=False)
+    assert resources.activate() == {}                      # a checkout needs nothing
+    assert "ATTNFLOW_DATA_DIR" not in os.environ
+
+
+def test_resources_of_an_installed_package(tmp_path, monkeypatch):
+    """Outside a checkout: a book above the current folder wins, else the packaged copy;
+    activate() points the data layer at the packaged data and the cache at the user's cache."""
+    from attnflow import resources
+
+    packaged = tmp_path / "site" / "attnflow" / "_book"
+    for d in (packaged / "book", packaged / "data"):
+        d.mkdir(parents=True)
+    (packaged / "_toc.yml").write_text("format: jb-book\n")
+    (packaged / "data" / "MANIFEST.json").write_text("{}")
+    monkeypatch.setattr(resources, "checkout_root", lambda: None)
+    monkeypatch.setattr(resources, "PACKAGED", packaged)
+    course = tmp_path / "course"
+    course.mkdir()
+    monkeypatch.chdir(course)
+    assert resources.book_root() == packaged
+    teacher = tmp_path / "teacher_book"
+    (teacher / "book").mkdir(parents=True)
+    (teacher / "_toc.yml").write_text("")
+    (teacher / "book" / "profiles.yml").write_text("")
+    (teacher / "sub").mkdir()
+    assert resources.book_root(teacher / "sub") == teacher
+    for k in ("ATTNFLOW_DATA_DIR", "ATTNFLOW_CACHE_DIR"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert resources.activate() == {"ATTNFLOW_DATA_DIR": str(packaged / "data"),
+                                    "ATTNFLOW_CACHE_DIR": str(tmp_path / "cache" / "attnflow" / "data")}
+    monkeypatch.setenv("ATTNFLOW_DATA_DIR", "/mine")
+    monkeypatch.delenv("ATTNFLOW_CACHE_DIR")
+    assert "ATTNFLOW_DATA_DIR" not in resources.activate()        # a user's setting is kept
+    monkeypatch.setattr(resources, "PACKAGED", tmp_path / "nothing")
+    with pytest.raises(FileNotFoundError, match="cannot find the attnflow book"):
+        resources.book_root()

@@ -86,7 +86,12 @@ _LABELS = {
 def _add_downloads(app, pagename, templatename, context, doctree) -> None:
     if doctree is None or app.builder.format != "html":
         return
-    files = write_notebooks(app, pagename)
+    try:
+        files = write_notebooks(app, pagename)
+    except Exception as err:            # never a crash of the build: a warning (fails -W) naming the page
+        logger.warning(f"notebook download of {pagename} could not be written: {type(err).__name__}: {err}",
+                       type="attnflow", subtype="export", location=pagename)
+        return
     if not files:
         return
     pathto = context["pathto"]
