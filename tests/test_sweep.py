@@ -64,9 +64,11 @@ def test_stacked_forward_equals_selfattention_forward(attend_self):
     ("gd", {}),
     ("sgd", {"batch_size": 32, "momentum": 0.9, "weight_decay": 0.01}),
     ("adamw", {"batch_size": 32, "weight_decay": 0.01}),
+    ("adam", {"batch_size": 32, "weight_decay": 0.01}),
+    ("adam", {}),
 ])
 def test_batched_training_equals_looped_training(optimizer, kw):
-    lr_scale = 0.05 if optimizer == "adamw" else 1.0     # Adam steps are ~lr in size: keep them small
+    lr_scale = 0.05 if optimizer.startswith("adam") else 1.0     # Adam steps are ~lr in size: keep them small
     specs = [experiments.ModelSpec(s.parametrization, s.lr_ratio, s.seed, s.lr_ov * lr_scale, s.init_scale)
              for s in SPECS]
     exp = batched(specs, optimizer=optimizer, target_loss=None, eval_every=5, **kw)
@@ -152,3 +154,18 @@ def test_minibatch_stream_is_reproducible_and_covers_each_epoch():
     first = [a() for _ in range(5)]
     assert all(torch.equal(x, b()) for x in first)
     assert sorted(torch.cat(first[:2]).tolist()) == sorted(set(torch.cat(first[:2]).tolist()))   # no repeats in an epoch
+
+
+def test_one_optimizer_tuple_and_no_import_cycle():
+    """Both training loops accept the same optimizer names; the stack does not import the experiments."""
+    import ast
+    import inspect
+
+    from attnflow.sharpening import stack
+
+    assert sweep.OPTIMIZERS is train.OPTIMIZERS
+    imported = {n.module for n in ast.walk(ast.parse(inspect.getsource(stack))) if isinstance(n, ast.ImportFrom)}
+    assert "attnflow.sharpening.experiments" not in imported
+    import typing
+    assert "specs" in typing.get_type_hints(stack.ModelStack.__init__)
+    assert experiments.ModelSpec is stack.ModelSpec

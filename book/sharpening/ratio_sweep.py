@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # The learning-rate ratio $\eta_{QK}/\eta_{OV}$ with AdamW and SGD
+# # The learning-rate ratio η_QK/η_OV with AdamW and SGD
 #
 # The paper's intervention is one number: train the query-key circuit $r$ times faster than
 # the output-value circuit, everything else fixed. This page sweeps $r$ for a standard

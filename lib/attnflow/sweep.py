@@ -10,7 +10,10 @@ model. The update rules are torch's, step for step:
 
 - ``"gd"``: θ ← θ − η ∇L (full batch; the Euler discretisation of the gradient flow);
 - ``"sgd"``: torch.optim.SGD (momentum μ, dampening 0, coupled weight decay), minibatches;
+- ``"adam"``: torch.optim.Adam (bias-corrected moments, weight decay added to the gradient);
 - ``"adamw"``: torch.optim.AdamW (bias-corrected moments, decoupled weight decay).
+
+The optimizer names are ``attnflow.train.OPTIMIZERS``, one tuple for both training loops.
 
 ``tests/test_sweep.py`` checks that the batched run equals a Python loop of
 ``attnflow.train.train`` (torch's optimizers) model by model.
@@ -32,11 +35,10 @@ import torch
 
 from attnflow import device as devices
 from attnflow.progress import progress
-from attnflow.train import TrainingDiverged
+from attnflow.train import OPTIMIZERS, TrainingDiverged
 
 __all__ = ["Stacked", "SweepRun", "train", "minibatches", "OPTIMIZERS", "TrainingDiverged"]
 
-OPTIMIZERS = ("gd", "sgd", "adamw")
 ON_DIVERGE = ("raise", "mark")
 
 # objective(params, sample_index or None, models) -> (loss (P_a,), stats {name: (P_a,)}) for the
@@ -253,7 +255,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
 
 
 def _update(optimizer, p, g, buf, sq, step, lr, momentum, weight_decay, betas, eps, shape):
-    """One update of torch's GD / SGD / AdamW with a learning rate per model slice (lr: (P_g,1..))."""
+    """One update of torch's GD / SGD / Adam / AdamW with a learning rate per model slice (lr: (P_g,1..))."""
     if optimizer == "gd":
         return p - lr * g, buf, sq
     if optimizer == "sgd":
@@ -261,7 +263,10 @@ def _update(optimizer, p, g, buf, sq, step, lr, momentum, weight_decay, betas, e
         buf = momentum * buf + d_p if momentum else d_p
         return p - lr * buf, buf, sq
     beta1, beta2 = betas
-    p = p * (1 - lr * weight_decay)
+    if optimizer == "adam":
+        g = g + weight_decay * p if weight_decay else g                 # torch.optim.Adam: coupled decay
+    else:
+        p = p * (1 - lr * weight_decay)                                 # AdamW: decoupled decay
     buf = buf + (1 - beta1) * (g - buf)                                 # torch: exp_avg.lerp_(g, 1 − β1)
     sq = beta2 * sq + (1 - beta2) * g * g
     step = shape(step)

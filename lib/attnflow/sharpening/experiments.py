@@ -24,43 +24,10 @@ import torch
 from attnflow import metrics, seeding, sweep
 from attnflow.params import ParameterError
 from attnflow.sharpening import data
-from attnflow.sharpening.model import PARAMETRIZATIONS, circuits
-from attnflow.sharpening.stack import INIT_SEED_OFFSET, Bags, ModelStack
+from attnflow.sharpening.model import PARAMETRIZATIONS
+from attnflow.sharpening.stack import INIT_SEED_OFFSET, INITS, Bags, ModelSpec, ModelStack
 
-__all__ = ["ModelSpec", "grid", "ModelStack", "Experiment", "run", "evaluate", "INIT_SEED_OFFSET"]
-
-INITS = ("gaussian", "manifold")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model of a sweep."""
-
-    parametrization: str      # CACO, CAFO, FACO, FAFO
-    lr_ratio: float = 1.0     # r = η_QK/η_OV
-    seed: int = 0             # data and init seed
-    lr_ov: float = 0.1        # η_OV (η_QK = r·η_OV)
-    init_scale: float = 0.1   # "gaussian": init std = init_scale/√d; "manifold": a₀ = b₀ = init_scale
-    init: str = "gaussian"    # random Gaussian, or balanced on the (a, b) manifold (reduction.init_on_manifold)
-
-    def __post_init__(self):
-        circuits(self.parametrization)
-        if self.init not in INITS:
-            raise ParameterError(f"parameter 'init': received {self.init!r}; allowed: one of {', '.join(INITS)}")
-        for name in ("lr_ratio", "lr_ov", "init_scale"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
-                raise ParameterError(f"parameter {name!r}: received {v!r}; allowed: a finite number > 0")
-
-    @property
-    def lr_qk(self) -> float:
-        return self.lr_ratio * self.lr_ov
-
-    @property
-    def label(self) -> str:
-        init = f"σ={self.init_scale:g}/√d" if self.init == "gaussian" else f"a₀=b₀={self.init_scale:g}"
-        return f"{self.parametrization} r={self.lr_ratio:g} seed={self.seed} η={self.lr_ov:g} {init}"
-
+__all__ = ["ModelSpec", "grid", "ModelStack", "Experiment", "run", "evaluate", "INIT_SEED_OFFSET", "INITS"]
 
 def grid(parametrizations: Sequence[str], lr_ratios: Sequence[float] = (1.0,), seeds: Sequence[int] = (0,),
          lr_ovs: Sequence[float] = (0.1,), init_scales: Sequence[float] = (0.1,)) -> list[ModelSpec]:

@@ -26,7 +26,8 @@ from torch import nn
 
 from attnflow.params import ParameterError
 
-__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "circuits", "orthogonal_embedding"]
+__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "circuits", "effective_circuits",
+           "orthogonal_embedding"]
 
 # name -> (factorized QK, factorized OV)
 PARAMETRIZATIONS = {"CACO": (False, False), "CAFO": (False, True), "FACO": (True, False), "FAFO": (True, True)}
@@ -41,6 +42,15 @@ def circuits(parametrization: str) -> tuple[bool, bool]:
             f"parameter 'parametrization': received {parametrization!r}; allowed: one of {', '.join(PARAMETRIZATIONS)}"
         )
     return PARAMETRIZATIONS[parametrization]
+
+
+def effective_circuits(params: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The collapsed circuits (W_QK, W_OV) of a parameter set, the one place the factors are multiplied:
+    W_QK = W_Q W_Kᵀ (or W_qk), W_OV = W_O W_V (or W_ov). Any leading model axes are kept:
+    (..., d, d_h) factors give (..., d, d) — one model or a stack of P."""
+    W_qk = params["W_q"] @ params["W_k"].transpose(-1, -2) if "W_q" in params else params["W_qk"]
+    W_ov = params["W_o"] @ params["W_v"] if "W_o" in params else params["W_ov"]
+    return W_qk, W_ov
 
 
 def orthogonal_embedding(vocab_size: int, d: int | None = None, seed: int | None = None,
@@ -116,11 +126,11 @@ class SelfAttention(nn.Module):
 
     def W_qk_eff(self) -> torch.Tensor:
         """The collapsed QK matrix W_QK (d, d), = W_Q W_Kᵀ when factorized."""
-        return self.W_q @ self.W_k.T if self.factorized_qk else self.W_qk
+        return effective_circuits({n: getattr(self, n) for n in self.qk_names + self.ov_names})[0]
 
     def W_ov_eff(self) -> torch.Tensor:
         """The collapsed OV matrix W_OV (K, d), = W_O W_V when factorized."""
-        return self.W_o @ self.W_v if self.factorized_ov else self.W_ov
+        return effective_circuits({n: getattr(self, n) for n in self.qk_names + self.ov_names})[1]
 
     def groups(self, lr_qk: float, lr_ov: float) -> dict[str, tuple[list[nn.Parameter], float]]:
         """Parameter groups {"qk": (params, η_QK), "ov": (params, η_OV)} for ``attnflow.train``."""

@@ -34,7 +34,7 @@ import torch
 from attnflow import device as devices, metrics, seeding, sweep
 from attnflow.data import ClassificationSet, WordTokenizer
 from attnflow.params import Param, ParameterError, Schema
-from attnflow.sharpening.model import PARAMETRIZATIONS, QK_NAMES, circuits
+from attnflow.sharpening.model import PARAMETRIZATIONS, QK_NAMES, circuits, effective_circuits
 
 __all__ = ["RealConfig", "Output", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
            "evaluate", "Experiment", "experiment", "TITLES", "SCHEMAS", "SQUAD_SCHEMA", "HATEXPLAIN_SCHEMA", "SVA_SCHEMA", "PAD",
@@ -135,10 +135,8 @@ def init_params(cfg: RealConfig, seed: int, dtype=torch.float32) -> dict[str, to
 
 
 def effective(params: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """W_QK (P, d, d) and W_OV (P, K, d): W_Q W_Kᵀ and W_O W_V when factorized."""
-    W_qk = params["W_q"] @ params["W_k"].transpose(-1, -2) if "W_q" in params else params["W_qk"]
-    W_ov = params["W_o"] @ params["W_v"] if "W_o" in params else params["W_ov"]
-    return W_qk, W_ov
+    """W_QK (P, d, d) and W_OV (P, K, d): W_Q W_Kᵀ and W_O W_V when factorized (``model.effective_circuits``)."""
+    return effective_circuits(params)
 
 
 def forward(params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConfig,

@@ -79,7 +79,8 @@ def plot_metrics(ex: Experiment):
 
     ratios = sorted({float(r) for m in ex.metrics.values() for r in m["lr_ratio"]})
     colors = dict(zip(ratios, plotting.PALETTE))
-    fig, axes = plotting.subplots(1, 4, width=3.2, height=2.8)
+    fig, grid = plotting.subplots(2, 2, width=4.0, height=2.9)
+    axes = grid.reshape(1, 4)                                          # panels in reading order
     for opt, m in ex.metrics.items():
         ls = "-" if opt == "adamw" else "--"
         for r in ratios:
@@ -99,7 +100,7 @@ def plot_metrics(ex: Experiment):
     axes[0, 0].legend(fontsize="x-small", handlelength=3.2, frameon=True, framealpha=0.9)   # long handles show the dashes
     axes[0, 2].legend(fontsize="small", handlelength=3.2, frameon=True, framealpha=0.9)
     real = "stand-in" if ex.dataset.standin else "real data"
-    fig.suptitle(f"{TITLES.get(ex.dataset.name, ex.dataset.name)} ({real}): means over seeds (dots: single seeds)", y=1.08)
+    fig.suptitle(f"{TITLES.get(ex.dataset.name, ex.dataset.name)} ({real}): means over seeds (dots: single seeds)", y=1.03)
     return fig
 
 

@@ -20,21 +20,50 @@ parameter sets (one vmap each), and vmapping the per-sample contractions of the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
+import numpy as np
 import torch
 
 from attnflow import device as devices, metrics, seeding, sweep
 from attnflow.params import ParameterError
 from attnflow.sharpening import data, reduction
-from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, SelfAttention
+from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, SelfAttention, circuits, effective_circuits
 
-if TYPE_CHECKING:
-    from attnflow.sharpening.experiments import ModelSpec
-
-__all__ = ["ModelStack", "Bags", "Output", "INIT_SEED_OFFSET"]
+__all__ = ["ModelSpec", "ModelStack", "Bags", "Output", "INIT_SEED_OFFSET", "INITS"]
 
 INIT_SEED_OFFSET = 1_000_003   # init generator seed = data seed + offset (independent streams)
+INITS = ("gaussian", "manifold")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of a sweep."""
+
+    parametrization: str      # CACO, CAFO, FACO, FAFO
+    lr_ratio: float = 1.0     # r = η_QK/η_OV
+    seed: int = 0             # data and init seed
+    lr_ov: float = 0.1        # η_OV (η_QK = r·η_OV)
+    init_scale: float = 0.1   # "gaussian": init std = init_scale/√d; "manifold": a₀ = b₀ = init_scale
+    init: str = "gaussian"    # random Gaussian, or balanced on the (a, b) manifold (reduction.init_on_manifold)
+
+    def __post_init__(self):
+        circuits(self.parametrization)
+        if self.init not in INITS:
+            raise ParameterError(f"parameter 'init': received {self.init!r}; allowed: one of {', '.join(INITS)}")
+        for name in ("lr_ratio", "lr_ov", "init_scale"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise ParameterError(f"parameter {name!r}: received {v!r}; allowed: a finite number > 0")
+
+    @property
+    def lr_qk(self) -> float:
+        return self.lr_ratio * self.lr_ov
+
+    @property
+    def label(self) -> str:
+        init = f"σ={self.init_scale:g}/√d" if self.init == "gaussian" else f"a₀=b₀={self.init_scale:g}"
+        return f"{self.parametrization} r={self.lr_ratio:g} seed={self.seed} η={self.lr_ov:g} {init}"
 
 
 class Output(NamedTuple):
@@ -89,14 +118,11 @@ class ModelStack:
         """W_QK (P, d, d) and W_OV (P, K, d) in sweep order (W_Q W_Kᵀ, W_O W_V when factorized)."""
         qk, ov = [], []
         for name in PARAMETRIZATIONS:
-            if f"{name}.W_q" in params:
-                qk.append(params[f"{name}.W_q"] @ params[f"{name}.W_k"].transpose(-1, -2))
-            elif f"{name}.W_qk" in params:
-                qk.append(params[f"{name}.W_qk"])
-            if f"{name}.W_o" in params:
-                ov.append(params[f"{name}.W_o"] @ params[f"{name}.W_v"])
-            elif f"{name}.W_ov" in params:
-                ov.append(params[f"{name}.W_ov"])
+            group = {n.split(".", 1)[1]: v for n, v in params.items() if n.startswith(name + ".")}
+            if group:
+                W_qk, W_ov = effective_circuits(group)                         # (P_g, d, d), (P_g, K, d)
+                qk.append(W_qk)
+                ov.append(W_ov)
         return torch.cat(qk)[self.inverse], torch.cat(ov)[self.inverse]
 
     def forward(self, params: Mapping[str, torch.Tensor], tokens: torch.Tensor,
