@@ -77,7 +77,7 @@ def test_cycle_stats_escape_peak_and_settling():
 
 
 def test_dilution_domains_follow_the_theory(ledger):
-    rep = _report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003,
+    rep = _report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003, sigma0=0.1,
                   early_reached=True, early_apart=True, early_sign_ok=False, opposite=False, amp_apart=True, cos_pi_hub=0.9, end_flat=0.0, sigma2_end=0.004, t_early=1500.0, t_c1=800.0,
                   A_low_hub_max=0.40, A_low_hub_end=0.38, A_low_hub_fall=0.02, pi_hub=0.375, a_low_end=0.05,
                   cos_v_pi=0.9, n_nonzero_deg=0, grad_end=1e-9, L_end=1.0, L_c2_closed=1.0, fit_err=0.0)

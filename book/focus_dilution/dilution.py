@@ -39,17 +39,17 @@
 # ```
 
 # %% tags=["parameters"]
-chain = "hub"           # 'hub' (spec §5.2 family) or 'dirichlet' (random rows, d = n_low + 1)
-n_low = 4               # n, low-frequency tokens (d = n + 1)
+chain = "hub"           # hub (the spec §5.2 family) or dirichlet (random rows, n_low + 1 tokens)
+n_low = 4               # n, low-frequency tokens (vocabulary of n + 1)
 a_h = 0.5               # P(hub → hub)
 b_h = 0.3               # P(low → hub)
 c_cyc = 0.4             # extra mass on the cyclic successor of a low token
 delta = 0.0             # asymmetry δ of the main run (0: the flow stays at θ_c²)
-chain_seed = 0          # seed of the Dirichlet chain (chain = 'dirichlet')
+chain_seed = 0          # seed of the Dirichlet chain (dirichlet chain only)
 d_model = 8             # m, embedding width
 init_scale = 1e-3       # ε, initialization std
 score_scale = 1.0       # c, attention score scale
-seed = 1                # initialization seed (1 = the spec's listing)
+seed = 1                # initialization seed (1 in the spec listing)
 horizon = 3000.0        # end time of the main run (extended to settle at θ_c²)
 delta_cycle = 0.1       # δ of the run that escapes θ_c² and shows the second cycle
 horizon_cycle = 10000.0  # end time of that run (10⁴ in the spec)
@@ -193,10 +193,11 @@ fig
 # - the sign statements of R4 (frequent amplitude up, rare ones down; the rare queries' focus on the
 #   hub and its dilution) are made for the hub family with focus *on* the hub, $g>0$: with $g<0$ focus
 #   points away from the hub ({doc}`focus`), and a Dirichlet chain has no single frequent token;
-# - "early focus" needs $\kappa$ to reach 0.01 within the horizon and only after the flow sat on the
-#   $\theta_c^1$ plateau ($|g|\ll\sigma_0$: on a chain with $g=0.06$ it did so during condensation, and
-#   the displacement "from $\theta_c^1$" meant nothing); the comparison with the signs of $v$ needs $v$
-#   to be a redistribution (§2);
+# - the amplitude statements measure the displacement from $\theta_c^1$, so they need a $\theta_c^1$
+#   plateau: time-scale separation $2|g|\le\sigma_0/4$ (the reference has $2g/\sigma_0=0.06$; on chains
+#   with $2g/\sigma_0\approx0.3$–0.4 attention grew while the flow was still condensing and the
+#   amplitude signs failed), and "early focus" needs $\kappa$ to reach 0.01 within the horizon, after
+#   the flow sat on the plateau; the comparison with the signs of $v$ needs $v$ to be a redistribution (§2);
 # - the end point is a critical point with the exact fit only for the symmetric family ($\delta=0$),
 #   where $\theta_c^2$ traps the flow; "attention to the hub ends *below* $\pi_{\rm hub}$" needs the rare
 #   amplitudes to change sign, as for the spec's chain — elsewhere the dilution is the fall from the
@@ -207,8 +208,11 @@ fig
 #
 # **Tolerances.** Symbolic identities must simplify to zero. Signs and orderings are exact predicates;
 # "focus" and "dilution" require the rare queries' attention to the hub to move by at least $10^{-3}$
-# (above $\pi_{\rm hub}$, then down from its peak), and a second-cycle swing must exceed 0.05 (the
-# quantities move by 0.1–0.3). At $\theta_c^2$ the loss must equal the closed form to $10^{-8}$ and
+# (above $\pi_{\rm hub}$, then down from its peak), and so must each second-cycle swing: the statement is
+# qualitative (a rise, then a fall), and its size depends on the chain — 0.1–0.3 for the spec's chain,
+# whose values are checked against the spec's, but 0.018 for the hub-attention rise of
+# $n=2$, $a_h=0.785$, $b_h=0.544$, $c_{\rm cyc}=0.883$ (an earlier threshold of 0.05, sized on the spec's
+# chain, failed there). $10^{-3}$ is $10^5$ times the solver tolerance. At $\theta_c^2$ the loss must equal the closed form to $10^{-8}$ and
 # the fitted rows the target rows to $10^{-5}$ (the flow approaches a family of critical points; at the
 # horizon the gradient is {glue:text}`grad_end:.0e`). The spec's values are compared at half a unit of
 # their last digit plus $2\times10^{-4}$ for path-dependent quantities (where on the family the flow

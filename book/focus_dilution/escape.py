@@ -42,19 +42,19 @@
 # ```
 
 # %% tags=["parameters"]
-chain = "hub"           # 'hub' (spec §5.2 family) or 'dirichlet' (random rows, d = n_low + 1)
-n_low = 4               # n, low-frequency tokens (d = n + 1)
+chain = "hub"           # hub (the spec §5.2 family) or dirichlet (random rows, n_low + 1 tokens)
+n_low = 4               # n, low-frequency tokens (vocabulary of n + 1)
 a_h = 0.5               # P(hub → hub)
 b_h = 0.3               # P(low → hub)
 c_cyc = 0.4             # extra mass on the cyclic successor of a low token
 delta = 0.1             # δ of the run whose next cycle is shown (rank of W0 rising)
-chain_seed = 0          # seed of the Dirichlet chain (chain = 'dirichlet')
+chain_seed = 0          # seed of the Dirichlet chain (dirichlet chain only)
 d_model = 8             # m, embedding width
 init_scale = 1e-3       # ε, initialization std
 score_scale = 1.0       # c, attention score scale
-seed = 1                # initialization seed (1 = the spec's listing)
+seed = 1                # initialization seed (1 in the spec listing)
 horizon = 10000.0       # end time of the δ-sweep runs (10⁴ in the spec)
-horizon_trapped = 30000.0  # end time of the δ = 0 run (3·10⁴ in the spec)
+horizon_trapped = 30000.0  # end time of the symmetric run at δ of zero (3·10⁴ in the spec)
 deltas = [0.05, 0.1, 0.2, 0.4]  # asymmetries δ of the sweep
 deltas_ls = [0.0125, 0.025, 0.05]  # small δ for the Lyapunov–Schmidt limit M⊥(θ_c²(δ))/δ
 

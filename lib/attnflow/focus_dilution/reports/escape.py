@@ -246,7 +246,7 @@ class EscapeReport(PageReport):
             else:
                 claims.check("B9", st.loss_end, SPEC["escape_loss_1e4"][d_], atol=half_unit(0, 5), domain=at_1e4,
                              what=f"δ = {d_:g}: loss at t = 10⁴ (intermediate plateau) vs the spec's 1.42812")
-        claims.check("B8", self.sigma2_end, SPEC["sigma2_trapped"], atol=half_unit(0, 4), domain=ref,
+        claims.check("B8", self.sigma2_end, SPEC["sigma2_trapped"], atol=half_unit(0, 4), domain=ref & ds,
                      what="δ = 0: σ2(W0) at t = 3·10⁴ vs 0.0040")
         spec_cycle = ref & claims.domain(("δ = 0.1 and horizon = 10⁴ (the spec's rank steps)",
                                           self.delta_val == 0.1 and self.horizon_val == 1e4, ""))
@@ -300,14 +300,14 @@ class EscapeReport(PageReport):
             ax[1].semilogy(self.run_c.t, sv[:, k], lw=1.3, label=fr"$\sigma_{k + 1}(W_0)$")
         ax[1].axhline(0.1, color="k", lw=0.8, ls=":")
         ax[1].set(xlabel="t", title=f"δ = {self.delta_val:g}: new directions open")
-        ax[1].legend(fontsize=8, ncol=2)
+        ax[1].legend(fontsize=8, ncol=3, loc="lower right")
         for col, r in zip(colors, self.sweep):
             ax[2].plot(r.run.t, r.run.q["loss"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
         ax[2].plot(t0[early], q0["loss"][early], color="k", lw=1, ls=":", label="δ = 0")
         ax[2].axhline(self.bigram0, color=PALETTE[3], ls="--", lw=1, label="bigram (δ = 0)")
         ax[2].set(xlabel="t", ylabel="loss", ylim=(self.bigram0 - 0.01, sym.unigram_entropy() + 0.01),
                   title="loss: θ_c² plateau, then the next cycles")
-        ax[2].legend(fontsize=8)
+        ax[2].legend(fontsize=8, ncol=2, loc="upper right")
         fig.suptitle(f"Escape from the degenerate point, {sym.name.replace(', δ=0', '')}", y=1.03)
         return [fig]
 
