@@ -57,7 +57,7 @@ tau_conf = 0.5               # ACMC confidence threshold τ_c
 tau_attns = [0.3, 0.4, 0.5, 0.6, 0.7]  # τ_a of the threshold sweep (Q3)
 device = "auto"              # auto, cpu or cuda
 
-# %%
+# %% tags=["hide-input"]
 from attnflow import claims, params
 from attnflow.sharpening.realdata import HATEXPLAIN_SCHEMA
 cfg = params.validate(globals(), HATEXPLAIN_SCHEMA)
