@@ -10,7 +10,8 @@ from the trajectory *before* the fit, never from the fitted value):
 - **A4, OV slope.** Collapsed OV: the exact dominant-balance solution neglects terms of order
   1 − p(t_fit) (attention not yet saturated) and 1 − s(t_fit) (the law's g ≈ (K−1)e^{−u}); their
   sum is the tolerance. Factorized OV: the law's first neglected term has a slope of at
-  most (log L0 + log 2(K−1))/L0², L0 = log t_fit. Domain: the tolerance is informative, ≤ 0.1.
+  most (log L0 + log 2(K−1))/L0², L0 = log t_fit, plus the same two saturation terms. Domain:
+  the tolerance is informative, ≤ 0.1.
 - **A5, CACO odds slope.** Theorem 3 makes the odds (r/2)a² + C − b; the law omits −b, whose
   slope in log²t is a relative error 2/(r log² t_fit). Domain: that relative error ≤ 0.5 and the
   softmax saturated at the window start (p(t_fit) ≥ 0.9, so 1 − p ≈ n e^{−b} holds).
@@ -91,10 +92,11 @@ class GrowthRatesReport(PageReport):
     # -- tolerances and domains --------------------------------------------------------------------
     def a4_tolerance(self, key) -> float:
         run = self.runs[key]
+        saturation = float(1.0 - self.start[key][0]) + float(1.0 - self.start[key][4])   # (1 − p) + (1 − s)
         if run.system.factorized_ov:
             L0 = np.log(self.fit_from_used)
-            return float((np.log(L0) + np.log(2 * (self.n_classes_used - 1))) / L0**2)
-        return float(1.0 - self.start[key][0]) + float(1.0 - self.start[key][4])
+            return float((np.log(L0) + np.log(2 * (self.n_classes_used - 1))) / L0**2) + saturation
+        return saturation
 
     def a4_domain(self, key) -> claims.Domain:
         tol = self.a4_tolerance(key)
