@@ -146,7 +146,9 @@ display.table(rep.seed_rows())
 # ## 4. Claims
 #
 # **Domains.** The full cycle is predicted for the hub family with $\delta>0$ (the escape needs
-# the asymmetry), $m\ge2$ (a direction to escape along) and $g>0$ (frequency-driven focus); the
+# the asymmetry), $m\ge2$ (a direction to escape along) and $g>0$ (frequency-driven focus), within
+# a horizon long enough for the next cycle: the flow's loss at 80 % of the horizon already lies below
+# $L(\theta_c^2)$ (a state of the flow, read before the detector's sequence is compared); the
 # claims on training compare it with the flow from the same $\theta(0)$, so they are predicted
 # where the flow completes the cycle within the horizon and GD is stable through the flow's escape
 # ($\eta\lambda_{\max}<2$ there). Elsewhere they are recorded as outside their domain.

@@ -180,6 +180,7 @@ def _robustness_schema():
              "a_h_variants and b_h_variants have the same length (one chain per pair)"),
             (lambda c: 0.0 in c.deltas, "deltas contains 0.0 (the trapped reference)"),
             (lambda c: c.chain == "hub", "chain = 'hub' (the δ and (a_h, b_h) sweeps vary the hub family)"),
+            (lambda c: c.adam_steps >= 25, "adam_steps ≥ 25 (recorded every 5 steps: the detector needs 5 stored times)"),
         ),
         **_sizes(n_samples="N of the finite-sample runs at δ = 0", seq_len="s of the finite-sample runs"),
         **_seeds("number of data seeds of the finite-sample runs at δ = 0 (≥ 3 for the seed statistic)"),

@@ -27,11 +27,23 @@ from attnflow.focus_dilution import closed_forms, stages, training, training_pag
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.report import PageReport
 
-__all__ = ["CycleReport", "RunMeasures", "run_measures", "measure", "MAJORITY", "WILKS_FACTOR"]
+__all__ = ["CycleReport", "RunMeasures", "run_measures", "measure", "check_mean", "MAJORITY", "WILKS_FACTOR"]
 
 MAJORITY = 2 / 3        # a stage claim on training holds when at least this share of the seeds shows it
 WILKS_FACTOR = 3.0      # B14: the θ_c² level may differ from the flow's by this many times k/(2N)
+LATE = 0.8              # the flow must have left θ_c² by this fraction of the horizon (room for cycle 2)
+LEFT = 0.005            # ... i.e. its loss lies this far below L(θ_c²) of the symmetric chain
 NAN = float("nan")
+
+
+def check_mean(claim_id: str, values, *, domain: claims.Domain, what: str, **kw) -> None:
+    """``claims.check_mean`` on ``values`` (the seeds where the measured stage exists); with none the
+    claim is recorded outside its ``domain``, which then must fail (it counts the seeds)."""
+    values = [float(v) for v in values]
+    if values or domain:
+        claims.check_mean(claim_id, values, domain=domain, what=what, **kw)
+    else:
+        claims.outside(claim_id, what=what, domain=domain, source=kw.get("source", "reconstruction"))
 
 
 @dataclass
@@ -231,7 +243,7 @@ class CycleReport(PageReport):
         self._fraction("B1", [m.has_cycle for m in ms], f"{tag}: share of seeds whose stages contain the cycle",
                        "stage sequence contains " + order, self.train_domain & claims.domain(stats.enough_seeds(n)))
         focus = [np.isfinite(m.sign_frac) for m in ms]
-        claims.check_mean("B6", [m.sign_frac for m in ms if np.isfinite(m.sign_frac)], target=1.0,
+        check_mean("B6", [m.sign_frac for m in ms if np.isfinite(m.sign_frac)], target=1.0,
                           what=f"{tag}, first focus: share of ΔA_ik with the sign of ∂κA_ik", source="reconstruction",
                           domain=self._stage_domain("first focus", focus))
         through = [m.gainer >= 0 for m in ms]
@@ -243,19 +255,19 @@ class CycleReport(PageReport):
                        f"{tag}: share of seeds with Δa_hub > 0 > every Δa_low from θ_c¹ to the end of dilution 1",
                        "mass redistribution", self._stage_domain("plateau 1 and dilution 1", through))
         falls = [m.fall for m in ms if np.isfinite(m.fall)]
-        claims.check_mean("B7", falls, above=0.01, tolerance="the detector's min_swing: a fall, not a wiggle",
+        check_mean("B7", falls, above=0.01, tolerance="the detector's min_swing: a fall, not a wiggle",
                           what=f"{tag}: fall of the low-query hub attention from its peak to the end of dilution 1",
                           source="paper", domain=self._stage_domain("focus 1 and dilution 1", [np.isfinite(x) for x in
                                                                                                  [m.fall for m in ms]]))
         L = [m.L_c2 for m in ms if np.isfinite(m.L_c2)]
-        claims.check_mean("B14", L, target=self.L_c2_flow, atol=self.tol_c2,
+        check_mean("B14", L, target=self.L_c2_flow, atol=self.tol_c2,
                           tolerance=f"atol = {WILKS_FACTOR:g} k/(2N), k = {self.k_eff} rank-one parameters (Wilks)",
                           what=f"{tag}: population loss at the end of the θ_c² plateau", source="reconstruction",
                           domain=self._stage_domain("the θ_c² plateau", [np.isfinite(m.L_c2) for m in ms])
                           & claims.domain(("the flow's θ_c² plateau detected", bool(np.isfinite(self.L_c2_flow)),
                                            f"L = {self.L_c2_flow:.5f}")))
         growth = [np.log10(m.s2_growth) for m in ms if np.isfinite(m.s2_growth)]
-        claims.check_mean("B9", growth, above=1.0, tolerance="σ₂(W0) grows ≥ 10× from the end of dilution 1 to the horizon",
+        check_mean("B9", growth, above=1.0, tolerance="σ₂(W0) grows ≥ 10× from the end of dilution 1 to the horizon",
                           what=f"{tag}: log10 growth of σ₂(W0) after the first dilution (a new direction)",
                           source="paper", domain=self._stage_domain("dilution 1", [np.isfinite(m.s2_growth) for m in ms]))
         self._fraction("B9", [m.n_cycle2 >= 2 for m in ms], f"{tag}: share of seeds with a focus and a dilution "
@@ -281,11 +293,16 @@ def measure(cfg) -> CycleReport:
     unstable = lam_times[cfg.lr * lam_max[:5] >= 2]
     lam_esc = float(cfg.lr * lam_max[5]) if np.isfinite(esc.start) else NAN
     g = closed_forms.g_rate(chain, cfg.score_scale)
+    L_c2_sym = (closed_forms.theta_c2_loss(hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, 0.0))
+                if cfg.chain == "hub" else NAN)
+    L_late = float(flow.q["loss"][flow.at(LATE * horizon)])
     flow_domain = claims.domain(
         ("hub-family chain (spec §5.2)", cfg.chain == "hub", cfg.chain),
         ("δ > 0 (the escape needs an asymmetry, R5)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
         ("m ≥ 2 (a transverse direction)", cfg.d_model >= 2, f"m = {cfg.d_model}"),
-        ("g > 0 (frequency-driven focus, R2)", g > 0, f"g = {g:.3g}"))
+        ("g > 0 (frequency-driven focus, R2)", g > 0, f"g = {g:.3g}"),
+        (f"the flow has left θ_c² by {LATE:g} × the horizon (time for the next cycle): L < L(θ_c², δ = 0) − {LEFT:g}",
+         bool(L_late < L_c2_sym - LEFT), f"L = {L_late:.4f}, L(θ_c²) = {L_c2_sym:.4f}"))
     train_domain = flow_domain & claims.domain(
         ("the flow from the same θ(0) completes the cycle within the horizon", st_flow.has_cycle(), st_flow.letters()),
         ("GD stable through the flow's escape: η λ_max < 2 there", bool(lam_esc < 2), f"η λ_max = {lam_esc:.3g}"))
@@ -297,8 +314,7 @@ def measure(cfg) -> CycleReport:
     L_c2_flow = float(flow_plat2.level) if np.isfinite(flow_plat2.start) else NAN
     refs = {r"$\log d$": np.log(chain.d), r"$H(\pi)$": chain.unigram_entropy(), "bigram optimum": chain.bigram_loss()}
     if cfg.chain == "hub":
-        refs[r"$L(\theta_c^2)$, $\delta=0$"] = closed_forms.theta_c2_loss(hub_family(cfg.n_low, cfg.a_h, cfg.b_h,
-                                                                                      cfg.c_cyc, 0.0))
+        refs[r"$L(\theta_c^2)$, $\delta=0$"] = L_c2_sym
     k = 2 * chain.d + 1
     mean = lambda key: _mean([getattr(m, key) for m in per_seed])  # noqa: E731
     return CycleReport(

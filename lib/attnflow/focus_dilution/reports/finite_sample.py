@@ -21,7 +21,7 @@ import numpy as np
 from attnflow import claims, stats
 from attnflow.focus_dilution import closed_forms, stages, training, training_pages
 from attnflow.focus_dilution.chain import MarkovChain
-from attnflow.focus_dilution.reports.cycle import MAJORITY
+from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
 from attnflow.report import PageReport
 
 __all__ = ["FiniteSampleReport", "RunSummary", "summarize", "measure", "MIN_N_PI", "WILKS_FACTOR"]
@@ -151,7 +151,7 @@ class FiniteSampleReport(PageReport):
         z = [2 * r.N * (r.L1 - self.H_pi) / (d - 1) for N in cfg.n_samples for r in self.by(N, s_max)
              if np.isfinite(r.L1) and r.N * pi_min >= MIN_N_PI]
         n_small = sum(N * pi_min < MIN_N_PI for N in cfg.n_samples)
-        claims.check_mean("B4", z, target=1.0,
+        check_mean("B4", z, target=1.0,
                           tolerance="2N(L₁ − H(π))/(d − 1) ~ χ²_{d−1}/(d − 1), mean 1 (Wilks)",
                           what=f"trained, s={s_max}, N ∈ {sorted(set(cfg.n_samples))}, {cfg.n_seeds} data seeds: "
                                "excess population loss on plateau 1 in units of (d − 1)/(2N)",
@@ -164,7 +164,7 @@ class FiniteSampleReport(PageReport):
         offset = abs(pop_c2 - self.L_c2) if np.isfinite(pop_c2) else 0.0
         at_c2 = [r for N in cfg.n_samples for r in self.by(N, s_max) if np.isfinite(r.L_c2)]
         units = [(r.L_c2 - self.L_c2) / (WILKS_FACTOR * (2 * d + 1) / (2 * r.N) + offset) for r in at_c2]
-        claims.check_mean("B14", units, target=0.0, atol=1.0,
+        check_mean("B14", units, target=0.0, atol=1.0,
                           tolerance=f"in units of {WILKS_FACTOR:g}·k/(2N) + the population run's own distance, k = 2d + 1 "
                                     "(Wilks): |mean| ≤ 1 + interval",
                           what=f"trained, s={s_max}, every N and seed on its own θ_c² plateau: population loss minus "

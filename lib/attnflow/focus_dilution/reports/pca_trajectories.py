@@ -19,7 +19,7 @@ import numpy as np
 from attnflow import claims, stats
 from attnflow.focus_dilution import pca, stages, training_pages
 from attnflow.focus_dilution.chain import MarkovChain
-from attnflow.focus_dilution.reports.cycle import MAJORITY
+from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
 from attnflow.report import PageReport
 
 __all__ = ["PCAReport", "Phases", "phases", "measure", "COS_ATOL"]
@@ -145,7 +145,7 @@ class PCAReport(PageReport):
                      domain=expand & claims.domain(("the flow escapes within the horizon", f.escaped, f.st.letters())))
         tr, n = self.trained, len(self.trained)
         tag = f"trained (N={cfg.n_samples}, s={cfg.seq_len}, {n} data seeds)"
-        claims.check_mean("B3", [p.cos_pi for p in tr], target=1.0, atol=COS_ATOL,
+        check_mean("B3", [p.cos_pi for p in tr], target=1.0, atol=COS_ATOL,
                           what=f"{tag}: cos(PC1 coordinates after condensation, π)", source="paper",
                           domain=claims.domain(stats.enough_seeds(n)))
         found = [p for p in tr if p.found]
@@ -156,7 +156,7 @@ class PCAReport(PageReport):
                      domain=claims.domain(("first focus and dilution detected in at least 3 seeds", len(found) >= 3,
                                            f"{len(found)} of {n}")))
         grown = [np.log10(p.growth) for p in tr if p.found]
-        claims.check_mean("B9", grown, above=1.0, tolerance="≥ 10× growth of the low tokens' spread off PC1",
+        check_mean("B9", grown, above=1.0, tolerance="≥ 10× growth of the low tokens' spread off PC1",
                           what=f"{tag}: log10 expansion from the end of the first dilution to the horizon", source="paper",
                           domain=expand & claims.domain(
                               ("the flow from the same θ(0) escapes within the horizon", f.escaped, f.st.letters()),

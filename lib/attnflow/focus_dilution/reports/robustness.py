@@ -23,6 +23,7 @@ from attnflow.focus_dilution import closed_forms, escape, model, stages, trainin
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.focus_dilution.schemas import make_chain
 from attnflow.focus_dilution.targets import SPEC
+from attnflow.focus_dilution.reports.cycle import check_mean
 from attnflow.report import PageReport
 
 __all__ = ["RobustnessReport", "measure", "focus_slope", "variant_row", "escape_rate", "SWEEP_NAMES",
@@ -186,7 +187,7 @@ class RobustnessReport(PageReport):
                      what="population GD at δ = 0: growth rate of log σ₂(W0) on the θ_c² plateau",
                      source="paper + reconstruction", domain=at_c2)
         logs = [np.log10(g) for g in self.growths if np.isfinite(g)]
-        claims.check_mean("B8", logs, above=1.0, tolerance="σ₂(W0) grows ≥ 10× after the run's first dilution",
+        check_mean("B8", logs, above=1.0, tolerance="σ₂(W0) grows ≥ 10× after the run's first dilution",
                           what=f"sampled data at δ = 0 (N={cfg.n_samples}, s={cfg.seq_len}): log10 growth of σ₂(W0) "
                                "after its first dilution — finite samples break the degenerate point",
                           source="reconstruction",
