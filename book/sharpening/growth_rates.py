@@ -160,7 +160,7 @@ fig, = rep.figures()
 # ($t\ge$ `cfg.fit_from`) of the run `run = rep.runs[(name, r)]` below (arrays `run.t`,
 # `run.odds`), fit a straight line to $\log(\text{odds})$ against $\log\log t$ and call its
 # slope `exponent_mine`. For the CACO law $\tfrac r2\log^2t$ it tends to 2; on a finite window it
-# is a little smaller ({glue:text}`odds_exponent:.3f` here).
+# is a little smaller.
 
 # %% tags=["exercise"]
 import numpy as np

@@ -143,8 +143,9 @@ fig = rep.gd_figure()
 # The local order between the two finest steps lies between {glue:text}`order_min:.3f` and
 # {glue:text}`order_max:.3f`: the invariant drifts exactly at Euler's first order, so the line
 # of {prf:ref}`thm-line` holds for gradient descent up to an error proportional to the
-# learning rate. Here $h_{\max}\lambda_{\max}$ is at most {glue:text}`h_max:g` ×
-# {glue:text}`curvature_max:.3f`, far below the stability limit 2.
+# learning rate. Here $h_{\max}$ = {glue:text}`h_max:g` and $\lambda_{\max}$ =
+# {glue:text}`curvature_max:.3f`; GD is a discretisation of the flow only while their product
+# stays below the stability limit 2.
 #
 # ## 4. Claims
 #
