@@ -370,6 +370,9 @@ def focus_report(cfg) -> FocusReport:
         tilt=tilt)
     # the keys that gained attention at the onset (the frequent query's row, where the tilt is largest);
     # where the onset is not in the linear regime, the keys of the closed form at θ_c¹
-    row = gain[hub] if rep.onset_linear() else dA_closed[hub] * np.sign(g)
+    # (keys whose predicted tilt is below 10⁻³ of the largest, not sign-tested by the claims, keep the closed form's sign)
+    predicted = dA_closed[hub] * np.sign(g)
+    relevant = np.abs(dA_closed[hub]) > 1e-3 * np.abs(dA_closed).max()
+    row = np.where(relevant, gain[hub], predicted) if rep.onset_linear() else predicted
     rep.gainers = np.flatnonzero(row > 0)
     return rep
