@@ -239,7 +239,7 @@ def prevalidate(nb, parameters: Mapping[str, Any], page_dir: Path, key: str | No
     """Check the names (:func:`check_parameter_names`), then run the parameters cell, the
     overrides and the validation cell in a scratch namespace; RunError on bad input."""
     cells = _code_cells(nb)
-    check_parameter_names(nb, parameters, key or page_dir.name)
+    check_parameter_names(nb, parameters, key or "this page")
     ns: dict[str, Any] = {"__name__": "__attnflow_prevalidate__"}
     from attnflow import claims
 
