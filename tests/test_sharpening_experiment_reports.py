@@ -247,3 +247,12 @@ def test_where_it_breaks_stall_value_outside_without_the_spec_n(ledger):
     cfg, *arrays = breaks_inputs(stall=0.9)                                # no stall: the spec's value fails
     where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
     assert [r["verdict"] for r in ledger.records()][-2:] == ["fail", "fail"]     # no stall: both fail
+
+
+def test_dtap_separating_threshold_claim_only_on_the_spec_task(ledger):
+    cfg, specs, attn, conf, mass, acmc = dtap_inputs()
+    rep = dtap_heatmaps.summarize(cfg, data.Task(5, 10, 12), specs, attn, conf, mass, acmc,
+                                  n_models=len(specs), steps_run=10, wall_s=1.0)
+    rep.check_claims()
+    last = ledger.records()[-1]
+    assert last["what"].startswith("AC(τ_a = 0.9)") and last["verdict"] == "outside" and "M=10" in last["reason"]
