@@ -628,6 +628,9 @@ def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force,
                 moved.append(final_claims)
             if got_nb:
                 os.replace(nb_tmp, final_nb)
+            for stale, fresh in ((final_claims, got_claims), (final_nb, got_nb)):
+                if not fresh and (got_claims or got_nb) and stale.is_file():
+                    stale.unlink()     # an earlier run's file must not pose as this run's
         except OSError as err:
             for m in moved:
                 with contextlib.suppress(OSError):
