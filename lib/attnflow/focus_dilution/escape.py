@@ -102,23 +102,34 @@ class LSLimit:
 
 
 def lyapunov_schmidt_limit(chains: list[MarkovChain], deltas, theta_start: dict[str, torch.Tensor],
-                           horizon: float = 8000.0, score_scale: float = 1.0) -> LSLimit:
+                           horizon: float = 8000.0, score_scale: float = 1.0, converged: float = 1e-10,
+                           extend: int = 3) -> LSLimit:
     """For each chain (δ), run the flow restricted to 𝓜₁ (start = rank-one projection of
     ``theta_start``) to its critical point θ_c²(δ) and evaluate M⊥ there (claim B9, R5).
 
     On 𝓜₁ the transverse gradient vanishes, so the flow stays on it (up to round-off, which the
     Θ(δ) transverse mode amplifies only by e^{λ₁δ·horizon}); the range equation of the
     Lyapunov–Schmidt reduction is solved by θ_c²(δ) and the bifurcation equation's linear part is
-    [[0, M⊥], [M⊥ᵀ, 0]] there. M1 = lim M⊥(δ)/δ is extrapolated linearly in δ.
+    [[0, M⊥], [M⊥ᵀ, 0]] there. M1 = lim M⊥(δ)/δ is extrapolated linearly in δ. A restricted flow
+    whose gradient is still above ``converged`` at its end is continued from there, for twice the
+    horizon, up to ``extend`` times (chains with a slow approach to θ_c²(δ)).
     """
     deltas = np.asarray(deltas, dtype=float)
     start = project_rank_one(theta_start)
     Ms, gn, off = [], [], []
     for markov in chains:
         run = population_flow(markov, theta0=start, score_scale=score_scale, t_eval=np.linspace(0.0, horizon, 81))
-        Ms.append(M_perp(run.q["A"][-1], run.q["P_hat"][-1], markov))
         states = {n: s[-1:] for n, s in run.result.states().items()}
-        gn.append(float(measure.grad_norms(states, run.loss_fn)[0]))
+        g_end = float(measure.grad_norms(states, run.loss_fn)[0])
+        for _ in range(extend):      # slow approach to θ_c²(δ): continue from the end state, twice as long
+            if g_end <= converged:
+                break
+            end = {n: s[0] for n, s in states.items()}
+            run = population_flow(markov, theta0=end, score_scale=score_scale, t_eval=np.linspace(0.0, 2 * horizon, 81))
+            states = {n: s[-1:] for n, s in run.result.states().items()}
+            g_end = float(measure.grad_norms(states, run.loss_fn)[0])
+        Ms.append(M_perp(run.q["A"][-1], run.q["P_hat"][-1], markov))
+        gn.append(g_end)
         off.append(float(run.q["sigma2"][-1]))
     Ms = np.stack(Ms)                                                    # (n, d, d)
     ratio = Ms / deltas[:, None, None]
