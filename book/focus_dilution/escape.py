@@ -184,7 +184,7 @@ rate_mine = float(np.linalg.svd(A.T @ np.diag(chain.pi) @ (chain.P - P_hat), com
 ### END SOLUTION
 
 # %% tags=["exercise-check"]
-exercises.check("rate_mine", rate_mine, expected=rep.ex_M_perp, rtol=1e-9,
+exercises.check("rate_mine", rate_mine, expected=rep.ex_M_perp, rtol=1e-9, atol=1e-15,
                 hint="Aᵀ @ diag(π) @ (P − P̂), then np.linalg.svd(..., compute_uv=False)[0]")
 
 # %% [markdown]
