@@ -173,7 +173,8 @@ display.table(rep.rows())
 #
 # **Exercise.** The transverse linearization predicts the escape rate as the top singular value of
 # $M_\perp=A^\top\Pi(P-\hat P)$. For the run with $\delta=$ {glue:text}`ex_delta:.2g` at the start of its
-# linear window, $t=$ {glue:text}`ex_time:.0f`, take the attention rows `A = rep.ex_run.q["A"][rep.ex_index]`
+# linear window (its last stored time if it has none), $t=$ {glue:text}`ex_time:.0f`, take the
+# attention rows `A = rep.ex_run.q["A"][rep.ex_index]`
 # and predictions `P_hat = rep.ex_run.q["P_hat"][rep.ex_index]` (both $d\times d$), and the chain
 # `chain = rep.ex_run.chain` (`chain.P`, `chain.pi`); call `rate_mine` the top singular value of $M_\perp$.
 
