@@ -506,6 +506,10 @@ def test_minibook_statement_numbers_and_glue(site):
     assert ">Theorem 3<" in page and ">Proposition (An unnumbered statement)<" in page
     assert "-0.0000" not in page and "-0.2500" in page
     assert page.count("const THEBE_JS_URL") <= 1
+    ledger = (site["html"] / "book" / "claims.html").read_text(encoding="utf-8")
+    heads = re.findall(r"<th\b[^>]*>\s*(?:<p>)?([^<]+)", ledger)
+    assert heads[:3] == ["verdict", "id", "quantity checked"], heads      # verdict first: in view on a phone
+    assert "✔ pass" in ledger and "1 checks on 1 pages in this build: 1 passed, 0 failed." in ledger
     mathjax = site["html"] / "_static" / "mathjax"
     size = sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file())
     assert size < 3e6, f"MathJax copy is {size / 1e6:.1f} MB"

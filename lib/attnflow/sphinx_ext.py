@@ -187,7 +187,7 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
                 logger.warning(f"claims ledger: claim {r['id']} ({r['what']}) failed on {docname}", location=fromdocname)
             link = nodes.reference("", "", internal=True,
                                    refuri=app.builder.get_relative_uri(fromdocname, docname) if docname in app.env.found_docs else "#")
-            link += nodes.Text(p["page"])
+            link += nodes.Text(re.sub(r"([/_])", "\\1\u200b", p["page"]))   # break points in a narrow column
             if verdict == "disagrees":
                 label = r.get("errata") or ""
                 target = std.labels.get(label, std.anonlabels.get(label))
