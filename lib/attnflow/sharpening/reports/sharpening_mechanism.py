@@ -199,7 +199,10 @@ class MechanismReport(PageReport):
                  for k in self.sampled]
         ax[0, 2].bar(labels, means, color=[MODEL_COLORS[n] for n, _ in self.sampled], alpha=0.7)
         for i, key in enumerate(self.sampled):
-            ax[0, 2].scatter(np.full(len(self.sampled[key]), i), self.sampled_values(key), s=12, color="k", zorder=3)
+            vals = self.sampled_values(key)
+            vals = vals[np.isfinite(vals)]                 # runs not at the matched loss are not drawn
+            if vals.size:
+                ax[0, 2].scatter(np.full(vals.size, i), vals, s=12, color="k", zorder=3)
             acc = np.nanmin(self.sampled_values(key, "accuracy")) if np.isfinite(self.sampled_values(key, "accuracy")).any() \
                 else float("nan")
             ax[0, 2].text(i, means[i] + 0.03, f"{means[i]:.3f}\nacc ≥ {acc:.2f}", ha="center", fontsize=8)
