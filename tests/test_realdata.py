@@ -231,3 +231,13 @@ def test_figures_have_their_panels():
     ex = synthetic_experiment({"entropy": -0.5})
     assert len(realreport.plot_metrics(ex).axes) == 4
     assert len(realreport.plot_dtap(ex, relevant="the subject noun", unit="prefixes").axes) == 3   # 2 maps + colour bar
+
+
+def test_accuracy_unchanged_is_an_equivalence_test(ledger):
+    """"Accuracy stays" is supported only when the seed interval lies inside ±atol."""
+    small = synthetic_experiment({"accuracy": [-0.01, 0.0, 0.01]}, optimizers=("adamw",))
+    drop = synthetic_experiment({"accuracy": [-0.052, -0.093, -0.06]}, optimizers=("adamw",))   # HateXplain's drop
+    assert realreport.check_claims(small, "A9", rise=0.05, accuracy_atol=0.05, errata="e")[("accuracy", "adamw")]
+    assert not realreport.check_claims(drop, "A9", rise=0.05, accuracy_atol=0.05, errata="e")[("accuracy", "adamw")]
+    acc = [r for r in ledger.records() if "test accuracy" in r["what"]]
+    assert [r["verdict"] for r in acc] == ["pass", "disagrees"] and "inside ±0.05" in acc[0]["tolerance"]

@@ -169,8 +169,8 @@ fig = realreport.plot_dtap(ex, relevant="the rationale", unit="sentences")
 #   {glue:text}`tau:g`). The paper gives no size on HateXplain ("similar gains" to SQuAD's 0.31);
 #   0.05 — a sixth of the SQuAD rise, about twice the sampling error of a paired AC difference on
 #   a few hundred sentences — is the smallest change counted as a gain.
-# - *A10, accuracy*: $|\text{mean change}|$ is at most the interval's half-width plus
-#   0.05 — the data are consistent with an accuracy change of at most 0.05, about two
+# - *A10, accuracy*: the interval of the accuracy change lies inside $\pm0.05$ — an equivalence
+#   test: "unchanged" is supported only when the seeds rule out a larger change; 0.05 is about two
 #   standard errors of a paired accuracy difference near 0.5 on {glue:text}`n_test_used` sentences.
 # - *A11, ERASER*: the interval of the AOPC sufficiency change lies below 0 and that of the
 #   comprehensiveness change above 0 — the better directions of ERASER (`attnflow.metrics`:

@@ -170,8 +170,8 @@ fig = realreport.plot_dtap(ex, relevant="the answer span", unit="questions")
 #   only the direction is tested, and 0.05 — a sixth of the paper's rise, about twice the
 #   sampling error of a paired AC difference on a few hundred questions — is the smallest change
 #   counted as a rise. A9 states no ACMC target, so ACMC is shown above but not checked.
-# - *A9, accuracy*: $|\text{mean change}|$ is at most the interval's half-width plus
-#   0.04 — the data are consistent with an accuracy change of at most 0.04, about two
+# - *A9, accuracy*: the interval of the accuracy change lies inside $\pm0.04$ — an equivalence
+#   test: "unchanged" is supported only when the seeds rule out a larger change; 0.04 is about two
 #   standard errors of a paired accuracy difference near 0.15 on {glue:text}`n_test_used` questions.
 # - *A11, ERASER*: the interval of the AOPC sufficiency change lies below 0 and that of the
 #   comprehensiveness change above 0 — the better directions of ERASER (`attnflow.metrics`:

@@ -177,8 +177,8 @@ fig = realreport.plot_dtap(ex, relevant="the subject noun", unit="prefixes")
 #   — a sixth of the SQuAD rise, about twice the sampling error of a paired AC difference on a
 #   few hundred prefixes — is the smallest change counted as a gain. The threshold matters here
 #   (Q3): the check stays at the default threshold fixed in advance.
-# - *A10, accuracy*: $|\text{mean change}|$ is at most the interval's half-width plus
-#   0.05 — the data are consistent with an accuracy change of at most 0.05, about two
+# - *A10, accuracy*: the interval of the accuracy change lies inside $\pm0.05$ — an equivalence
+#   test: "unchanged" is supported only when the seeds rule out a larger change; 0.05 is about two
 #   standard errors of a paired accuracy difference near 0.78 on {glue:text}`n_test_used` prefixes.
 # - *A11, ERASER*: the interval of the AOPC sufficiency change lies below 0 and that of the
 #   comprehensiveness change above 0 — the better directions of ERASER (`attnflow.metrics`:
