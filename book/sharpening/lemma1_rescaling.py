@@ -116,7 +116,7 @@ rate_mine = -cfg.lr_qk * (rep.W_q0 @ rep.W_q0.T @ rep.G + rep.G @ rep.W_k0 @ rep
 ### END SOLUTION
 
 # %% tags=["exercise-check"]
-exercises.check("rate_mine", rate_mine.numpy(), expected=rep.W_dot.numpy(), rtol=1e-10, atol=1e-14,
+exercises.check("rate_mine", rate_mine, expected=rep.W_dot.numpy(), rtol=1e-10, atol=1e-14,
                 hint="matrix products with @; W_Q W_Qᵀ multiplies G from the left, W_K W_Kᵀ from the right")
 
 # %% [markdown]

@@ -117,7 +117,7 @@ slope_mine = (s.psi(run.b[-1]) - s.psi(run.b[0])) / (s.phi(run.a[-1]) - s.phi(ru
 ### END SOLUTION
 
 # %% tags=["exercise-check"]
-exercises.check("slope_mine", float(slope_mine), expected=cfg.lr_ratios[-1], rtol=1e-5,
+exercises.check("slope_mine", slope_mine, expected=cfg.lr_ratios[-1], rtol=1e-5,
                 hint="differences of the potentials between the last and the first stored time")
 
 # %% [markdown]
