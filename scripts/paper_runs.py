@@ -80,10 +80,15 @@ def main() -> int:
 
         nb = nbformat.read(nbs[0], as_version=4)
         pm = nb.metadata.get("papermill", {})
-        rec = json.loads(next(d.glob("*.claims.json")).read_text()) if list(d.glob("*.claims.json")) else {}
-        _save(dict(base, page=rec.get("page", nbs[0].stem), seconds=pm.get("duration"), claims=_counts(next(d.glob("*.claims.json"), None)),
-                   status="imported", note=a.note, date=str(pm.get("end_time", ""))[:10],
-                   commit=rec.get("commit", base["commit"])))
+        claims_files = sorted(d.glob("*.claims.json"))
+        rec = json.loads(claims_files[0].read_text()) if claims_files else {}
+        mtime = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(nbs[0].stat().st_mtime))
+        # the commit that was HEAD when the run ended (the working tree may have held edits on top of it)
+        at = subprocess.run(["git", "rev-list", "-1", f"--before={mtime} +0000", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+        _save(dict(base, page=rec.get("page", nbs[0].stem), seconds=pm.get("duration"),
+                   claims=_counts(claims_files[0] if claims_files else None), status="imported", note=a.note,
+                   date=mtime[:10], commit=at or base["commit"]))
     for page in a.pages:
         start = time.perf_counter()
         try:
