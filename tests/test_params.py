@@ -174,3 +174,11 @@ def test_in_a_live_kernel_only_the_parameters_cell_counts():
     # only the validation cell re-run after other cells: the declared names are used
     ns = _kernel_ns([PARAM_CELL, VALIDATE_CELL, "alpha = 0.5", "x = np.ones(3)", VALIDATE_CELL], alpha=0.5, **GOOD)
     assert validate(ns, SCHEMA).model == "FAFO"
+
+
+def test_a_rule_violation_shows_the_values_it_names():
+    s = Schema("t/named", requires=[(lambda c: c.batch_size <= c.n_train, "batch_size ≤ n_train")],
+               batch_size=Param(int), n_train=Param(int), seq_len=Param(int))
+    with pytest.raises(ParameterError) as e:
+        validate({"batch_size": 5, "n_train": 3, "seq_len": 8}, s)
+    assert str(e.value).endswith("received batch_size=5, n_train=3")

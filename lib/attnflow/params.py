@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -236,8 +237,9 @@ class Schema:
             except Exception as err:  # noqa: BLE001 - a rule that cannot be evaluated is not satisfied
                 ok, message = False, f"{message} (the rule could not be evaluated: {type(err).__name__}: {err})"
             if not ok:
+                named = [n for n in out if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", message)]
                 raise ParameterError(f"parameters of page {self.key!r} violate the rule {message}; received "
-                                     + ", ".join(f"{n}={_short(v, 60)}" for n, v in out.items()))
+                                     + ", ".join(f"{n}={_short(out[n], 60)}" for n in (named or out)))
         self.check_cost(cfg)
         return cfg
 
