@@ -166,3 +166,9 @@ def test_a_predicate_check_prints_its_criterion(page, capsys):
     claims.check("A12", ["FACO", "CACO"], predicate=lambda x: x[0] == "FACO", tolerance="FACO first", what="order")
     out = capsys.readouterr().out
     assert "criterion: FACO first" in out and "expected None" not in out
+
+
+def test_check_mean_outside_its_domain_needs_no_values(page, capsys):
+    dom = claims.domain(("at least 3 seeds reach the plateau", False, "0 seeds"))
+    assert claims.check_mean("A7", [], target=0.8, what="mass", domain=dom) is None
+    assert "○ A7 mass: outside domain" in capsys.readouterr().out

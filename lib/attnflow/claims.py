@@ -343,6 +343,12 @@ def check_mean(
 
     if sum(x is not None for x in (target, above, below)) != 1:
         raise ValueError(f"claim {claim_id}: check_mean needs exactly one of target=, above=, below=")
+    if domain is not None and not isinstance(domain, Domain):
+        raise TypeError(f"claim {claim_id}: domain must be a claims.Domain (claims.domain(...)), received {domain!r}")
+    if domain is not None and not domain:          # outside: no statistic is computed (values may be empty)
+        if claim_id not in registry():
+            raise KeyError(f"unknown claim id {claim_id!r}; known ids: {', '.join(registry())}")
+        return _outside(claim_id, what, source, domain)
     iv = stats.mean_interval(values, level=level)
     if target is not None:
         ok_fn = lambda m: abs(iv.mean - target) <= iv.half_width + atol  # noqa: E731

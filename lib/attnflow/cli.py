@@ -1,5 +1,6 @@
 """Command line: ``attnflow run PAGE [--profile NAME] [-p key=value ...] [--output DIR]``,
-``attnflow pages`` (list pages and their parameters).
+``attnflow pages`` (list pages and their parameters), ``attnflow sweep PAGE (--grid k=v1,v2 | --random N)``
+(many points on Dask, :mod:`attnflow.cli_sweep`).
 
 Exit status: 0 every claim passed (or is outside its domain, or documented in the errata);
 1 the page raised, a claim failed, a cell timed out or the results could not be saved (the
@@ -30,11 +31,18 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true",
                    help="run even when the page's cost estimate is above the limit (ATTNFLOW_FORCE=1)")
     sub.add_parser("pages", help="list the pages of the book")
+    from attnflow import cli_sweep
+
+    cli_sweep.add_parser(sub)        # attnflow sweep PAGE (--grid ... | --random N): many points on Dask
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "sweep":
+        from attnflow import cli_sweep
+
+        return cli_sweep.run(args)
     if args.cmd == "pages":
         try:
             print("\n".join(list_pages()))
