@@ -7,6 +7,7 @@ STAMP := $(VENV)/.attnflow-installed
 export HF_DATASETS_OFFLINE ?= 1
 export HF_HUB_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: setup book test run bench clean help data lab export wheel
 
@@ -31,6 +32,7 @@ setup: $(STAMP)
 
 book: setup
 	rm -rf _build/html _build/claims _build/.doctrees
+	$(PY) -m attnflow.parallel --workers $(WORKERS)    # every page at its defaults, in parallel, into the cache
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "book: open _build/html/index.html"
 
