@@ -74,6 +74,23 @@ def test_number_and_tables_never_show_negative_zero():
     assert "-0.000" not in out and "0.000" in out and "1.500" in out
 
 
+def test_number_and_equation_are_not_echoed_as_a_cell_result():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("from attnflow import display\nimport sympy as sp", store_history=True)
+    for cell in ("display.number('q_echo', 1.25)", "display.equation('e_echo', sp.Symbol('a')**2, show=False)",
+                 "display.number('n_echo', 7)"):
+        with capture_output() as cap:
+            result = shell.run_cell(cell, store_history=True)
+        echoed = cap.stdout.split("]:", 1)[-1].strip()   # a plain shell prints the "Out[n]:" prompt only
+        assert result.success and echoed == "", (cell, cap.stdout)
+    value = display.number("v_echo", 1.25)
+    assert value == 1.25 and isinstance(value, float) and json.dumps([value]) == "[1.25]" and value * 2 == 2.5
+    assert display.number("b_echo", True) is True
+
+
 def test_pasted_negative_zero_is_unsigned():
     tree = nodes.paragraph()
     tree += nodes.inline("-0.0000", "-0.0000", classes=["pasted-text"])

@@ -5,7 +5,8 @@ a retyped copy) and glues it under ``name`` for ``{glue:math}`` in the text; ``n
 glues a value for ``{glue:text}`name`:.4f``` so prose never carries hand-typed numbers (a
 negative zero is glued as 0.0; a tiny negative value that a format rounds to "-0.0000" is
 unsigned by the book's Sphinx extension, ``attnflow.sphinx_ext``); ``table(rows)`` and
-``sentence(mapping)`` show a result without printing a raw dict.
+``sentence(mapping)`` show a result without printing a raw dict. ``equation`` and ``number``
+return their value in a form that is not echoed when a cell ends with the call.
 """
 from __future__ import annotations
 
@@ -16,6 +17,35 @@ import sympy as sp
 from IPython.display import Math, display
 
 __all__ = ["equation", "number", "table", "sentence", "unsigned_zero"]
+
+
+class _QuietStr(str):
+    """A str that a cell ending with ``display.equation(...)`` does not print as its result."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
+class _QuietFloat(float):
+    """A float that a cell ending with ``display.number(...)`` does not print as its result."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
+class _QuietInt(int):
+    def _ipython_display_(self) -> None:
+        pass
+
+
+def _quiet(value: Any) -> Any:
+    """The same value, not echoed when it is a cell's last expression (str, float, int; not bool)."""
+    if isinstance(value, bool):
+        return value
+    for base, cls in ((str, _QuietStr), (float, _QuietFloat), (int, _QuietInt)):
+        if type(value) is base:
+            return cls(value)
+    return value
 
 
 def _glue(name: str, value: Any, display_it: bool) -> None:
@@ -34,7 +64,7 @@ def equation(name: str, expr: Any, lhs: str | None = None, show: bool = True) ->
     if lhs:
         tex = f"{lhs} = {tex}"
     _glue(name, Math(tex), display_it=show)
-    return tex
+    return _quiet(tex)
 
 
 def number(name: str, value: Any, show: bool = False) -> Any:
@@ -43,7 +73,7 @@ def number(name: str, value: Any, show: bool = False) -> Any:
         value = value.item()
     value = unsigned_zero(value)
     _glue(name, value, display_it=show)
-    return value
+    return _quiet(value)
 
 
 def unsigned_zero(value: Any) -> Any:
