@@ -74,8 +74,10 @@ def test_only_paper_targets_can_disagree():
 def test_outside_domain_is_its_own_verdict(page, capsys):
     dom = claims.domain(("|g| ≥ 5εσ0", False, "|g| = 1e-4, 5εσ0 = 5e-4"), ("n ≥ 3", True, "n = 3"))
     assert not dom and "|g| ≥ 5εσ0 fails (|g| = 1e-4" in dom.reason and "n ≥ 3" not in dom.reason
-    assert claims.check("B5", float("nan"), 1.0, rtol=1e-2, what="growth", domain=dom) is None
-    assert claims.check("B5", 1.0, 1.0, rtol=1e-2, what="growth", domain=claims.domain(("n ≥ 3", True))) is True
+    v = claims.check("B5", float("nan"), 1.0, rtol=1e-2, what="growth", domain=dom)
+    assert v.verdict == "outside" and not v
+    v = claims.check("B5", 1.0, 1.0, rtol=1e-2, what="growth", domain=claims.domain(("n ≥ 3", True)))
+    assert v and v == True and v.verdict == "pass" and v._ipython_display_() is None  # noqa: E712
     claims.outside("B5", what="skipped", domain=dom)
     with pytest.raises(ValueError, match="domain that holds"):
         claims.outside("B5", what="x", domain=claims.domain(("ok", True)))
@@ -170,5 +172,5 @@ def test_a_predicate_check_prints_its_criterion(page, capsys):
 
 def test_check_mean_outside_its_domain_needs_no_values(page, capsys):
     dom = claims.domain(("at least 3 seeds reach the plateau", False, "0 seeds"))
-    assert claims.check_mean("A7", [], target=0.8, what="mass", domain=dom) is None
+    assert claims.check_mean("A7", [], target=0.8, what="mass", domain=dom).verdict == "outside"
     assert "○ A7 mass: outside domain" in capsys.readouterr().out

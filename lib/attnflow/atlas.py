@@ -131,7 +131,10 @@ class AtlasReport(PageReport):
             pts = self.points[self.points["page"].str.startswith(paper + "/")]
             if pts.empty or f"p_{x}" not in pts or f"p_{y}" not in pts:
                 continue
-            pages = list(dict.fromkeys(pts["page"]))
+            pages = [p for p in dict.fromkeys(pts["page"])           # pages whose space holds both parameters
+                     if pts.loc[pts["page"] == p, [f"p_{x}", f"p_{y}"]].notna().all(axis=None)]
+            if not pages:
+                continue
             fig, axes = plotting.subplots(1, len(pages), width=2.3, height=2.4, squeeze=False)
             for ax, page in zip(axes[0], pages):
                 g = pts[pts["page"] == page]

@@ -67,6 +67,37 @@ class ClaimFailed(AssertionError):
     """At least one claim checked on the page did not hold."""
 
 
+class Verdict:
+    """What ``check`` returns: truthy when the claim passed; ``.verdict`` is one of VERDICTS.
+
+    It shows nothing when it is the last value of a notebook cell (the ✔/✘/○ line printed by the
+    check is the visible result), so a claims cell never prints a stray ``True``."""
+
+    __slots__ = ("verdict",)
+
+    def __init__(self, verdict: str):
+        self.verdict = verdict
+
+    def __bool__(self) -> bool:
+        return self.verdict == "pass"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Verdict):
+            return self.verdict == other.verdict
+        if isinstance(other, bool):
+            return bool(self) is other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.verdict)
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.verdict!r})"
+
+    def _ipython_display_(self) -> None:       # nothing: the check already printed its line
+        return None
+
+
 @dataclass(frozen=True)
 class Domain:
     """Where a claim is predicted: named conditions, each (statement, holds, observed).
@@ -198,7 +229,7 @@ def check(
     source: str = "reconstruction",
     errata: str | None = None,
     domain: Domain | None = None,
-) -> bool | None:
+) -> Verdict:
     """Check one measured value against the expected one and record the verdict.
 
     Exactly one of: a numeric comparison (``rtol`` and/or ``atol``; ``|m - e| <= atol + rtol|e|``
@@ -264,7 +295,7 @@ def check(
     note = f" — not reproduced, see errata ({errata})" if verdict == "disagrees" else ""
     nonfinite = "" if finite else " (non-finite measurement)"
     print(f"{MARKS[verdict]} {claim_id} {what}: measured {_fmt(measured_v)}{nonfinite},{exp}{crit} {tol} [{source}]{note}")
-    return ok
+    return Verdict(verdict)
 
 
 def _all_finite(x: Any) -> bool:
@@ -299,10 +330,10 @@ def _record(claim_id, what, source, expected_v, measured_v, tol, verdict, errata
     return rec
 
 
-def _outside(claim_id, what, source, dom: Domain, expected_v=None, measured_v=None, tol="") -> None:
+def _outside(claim_id, what, source, dom: Domain, expected_v=None, measured_v=None, tol="") -> Verdict:
     _record(claim_id, what, source, expected_v, measured_v, tol, "outside", None, dom, reason=dom.reason)
     print(f"{MARKS['outside']} {claim_id} {what}: outside domain: {dom.reason} [{source}]")
-    return None
+    return Verdict("outside")
 
 
 def outside(claim_id: str, *, what: str, domain: Domain, source: str = "reconstruction") -> None:
@@ -330,7 +361,7 @@ def check_mean(
     source: str = "reconstruction",
     errata: str | None = None,
     domain: Domain | None = None,
-) -> bool | None:
+) -> Verdict:
     """Check a claim about random training on the mean over seeds (one value per seed).
 
     Exactly one of: ``target`` (pass when |mean − target| ≤ t-interval half-width + ``atol``,
