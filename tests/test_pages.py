@@ -26,3 +26,54 @@ def test_page_smoke_runs_and_its_claims_pass(page, tmp_path):
     recs = json.loads(res.claims_file.read_text())["claims"]
     failed = [r for r in recs if r["verdict"] == "fail"]
     assert recs and not failed, f"{page}: failed claims {failed}"
+
+
+def _other_seeds(page: str, base: dict) -> dict:
+    """Every seed-like parameter of the page (its parameters cell, then its smoke profile) moved to
+    another fixed value: a page's claims must not rest on its default seeds."""
+    import jupytext
+
+    from attnflow.parallel import _page_defaults
+
+    _, path = runner.resolve_page(page)
+    values = {**_page_defaults(jupytext.read(path)), **base}
+    out = {}
+    for name, v in values.items():
+        if "seed" not in name:
+            continue
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, int):
+            out[name] = v + 11
+        elif isinstance(v, list) and all(isinstance(x, int) for x in v):
+            out[name] = [x + 100 for x in v]
+    return out
+
+
+# The focus–dilution theory pages run on other seeds and three other chains in their own tests
+# (tests/test_focus_pages.py, tests/test_focus_reports_dilution_escape.py).
+OWN_SEED_TESTS = {"focus_dilution/condensation", "focus_dilution/unigram_saddle", "focus_dilution/focus",
+                  "focus_dilution/dilution", "focus_dilution/escape"}
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in OWN_SEED_TESTS])
+def test_page_smoke_runs_with_other_seeds(page, tmp_path):
+    smoke = runner.load_profile("smoke", page)
+    seeds = _other_seeds(page, smoke)
+    if not seeds:
+        pytest.skip(f"{page} has no seed parameter")
+    res = runner.run_page(page, profile="smoke", parameters=seeds, output=tmp_path)
+    recs = json.loads(res.claims_file.read_text())["claims"]
+    failed = [r for r in recs if r["verdict"] == "fail"]
+    assert recs and not failed, f"{page} with {seeds}: failed claims {failed}"
+
+
+@pytest.mark.parametrize("profile", ["smoke", "paper"])
+@pytest.mark.parametrize("page", PAGES)
+def test_every_profile_passes_the_page_schema(page, profile):
+    """The values of every profile are accepted by the page's own validation (before any run)."""
+    import jupytext
+
+    key, path = runner.resolve_page(page)
+    runner.prevalidate(jupytext.read(path), runner.load_profile(profile, key), path.parent)
