@@ -39,7 +39,7 @@ def _other_seeds(page: str, base: dict) -> dict:
     values = {**_page_defaults(jupytext.read(path)), **base}
     out = {}
     for name, v in values.items():
-        if "seed" not in name:
+        if "seed" not in name or name.startswith("n_"):   # n_seeds is a count, not a seed
             continue
         if isinstance(v, bool):
             continue
