@@ -47,6 +47,9 @@ __all__ = ["run_page", "RunError", "PageFailed", "Interrupted", "RunResult", "bo
 HEARTBEAT_S = 5.0   # seconds between two progress lines of the runner
 
 
+IOPUB_TIMEOUT = 120          # seconds to wait for a finished cell's last outputs (nbclient's default: 4)
+
+
 class RunError(ValueError):
     """Bad input: unknown page, profile or parameter, malformed -p value, unusable output folder
     (exit status 2; nothing is written)."""
@@ -605,12 +608,20 @@ def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force,
                     nb, str(nb_tmp), parameters=None, cwd=str(path.parent), kernel_name="python3",
                     progress_bar=False, log_output=False, execution_timeout=timeout,
                     engine_name=_engine(), attnflow_watch=watch,
+                    # nbclient waits only 4 s for a cell's last outputs after its reply and then raises
+                    # the same CellTimeoutError as the per-cell limit: on a loaded machine (a sweep, a
+                    # parallel build) that failed pages that had finished. The per-cell limit stays `timeout`.
+                    iopub_timeout=IOPUB_TIMEOUT,
                 )
         except papermill.PapermillExecutionError as e:
             evalue = " ".join(str(e.evalue).split())
             error = f"code cell `{_first_line(e.source)}` raised {e.ename}: {evalue}"
-        except nbclient.exceptions.CellTimeoutError:
-            error = f"{watch.describe()} ran past the time limit of {timeout} s per cell (--timeout)"
+        except nbclient.exceptions.CellTimeoutError as err:
+            if "IOPub" in str(err):
+                error = (f"{watch.describe()} finished but its outputs did not arrive within {IOPUB_TIMEOUT} s "
+                         "(an overloaded machine)")
+            else:
+                error = f"{watch.describe()} ran past the time limit of {timeout} s per cell (--timeout)"
         except nbclient.exceptions.DeadKernelError:
             error = f"the kernel died during {watch.describe()} (out of memory, or killed)"
         except OSError as err:
