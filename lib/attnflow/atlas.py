@@ -118,8 +118,8 @@ class AtlasReport(PageReport):
         from attnflow import display
 
         bad = self.rates[(self.rates["fail"] > 0) | (self.rates["disagrees"] > 0)]
-        rows = [{"page": r.page, "claim": r.claim, "checks": int(r.checks), "pass": r._asdict()["pass"],
-                 "outside": r.outside, "fail": r.fail, "not reproduced": r.disagrees} for r in bad.itertuples()]
+        rows = [{"page": r["page"], "claim": r["claim"], "checks": int(r["checks"]), "pass": r["pass"],
+                 "outside": r["outside"], "fail": r["fail"], "not reproduced": r["disagrees"]} for _, r in bad.iterrows()]
         return display.table(rows or [{"page": "—", "claim": "no claim failed", "checks": 0}], floatfmt="{:.2f}")
 
     def figures(self) -> list:
@@ -135,7 +135,13 @@ class AtlasReport(PageReport):
                      if pts.loc[pts["page"] == p, [f"p_{x}", f"p_{y}"]].notna().all(axis=None)]
             if not pages:
                 continue
-            fig, axes = plotting.subplots(1, len(pages), width=2.3, height=2.4, squeeze=False)
+            ncols = min(3, len(pages))                               # ≤ 3 panels per row (readable size)
+            nrows = -(-len(pages) // ncols)
+            fig, grid = plotting.subplots(nrows, ncols, width=3.2, height=2.8, squeeze=False)
+            flat = list(grid.ravel())
+            for ax in flat[len(pages):]:
+                ax.set_visible(False)
+            axes = [flat[:len(pages)]]
             for ax, page in zip(axes[0], pages):
                 g = pts[pts["page"] == page]
                 for outcome in OUTCOMES:
