@@ -56,8 +56,20 @@ OWN_SEED_TESTS = {"focus_dilution/condensation", "focus_dilution/unigram_saddle"
                   "focus_dilution/dilution", "focus_dilution/escape"}
 
 
+# Reconstructions that fail inside their stated domain with these other seeds: findings on the
+# errata page ("Findings of the atlas sweep", and the finite-sample B4 entry), kept as strict xfails
+# so that a fix (a refined domain or a corrected reconstruction) shows up as an XPASS to act on.
+KNOWN_OTHER_SEED_FAILURES = {
+    "focus_dilution/finite_sample": "B4: the trained plateau-1 excess is not the Wilks excess (errata)",
+    "focus_dilution/robustness": "B15: GD escape rate at δ = 0.4 is 2.6% below the flow's (errata)",
+}
+
+
 @pytest.mark.notebook
-@pytest.mark.parametrize("page", [p for p in PAGES if p not in OWN_SEED_TESTS])
+@pytest.mark.parametrize("page", [
+    pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_OTHER_SEED_FAILURES[p], strict=True, raises=runner.PageFailed))
+    if p in KNOWN_OTHER_SEED_FAILURES else p
+    for p in PAGES if p not in OWN_SEED_TESTS])
 def test_page_smoke_runs_with_other_seeds(page, tmp_path):
     smoke = runner.load_profile("smoke", page)
     seeds = _other_seeds(page, smoke)

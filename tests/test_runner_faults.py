@@ -292,12 +292,16 @@ def test_heartbeat_names_the_cell_and_the_pages_progress_bar(in_tiny_book, tmp_p
 
 
 def test_signals_raise_maps_sighup_to_an_exit_code():
+    before = signal.getsignal(signal.SIGHUP)
+    if before == signal.SIG_IGN:                 # started under nohup: SIGHUP is ignored, and stays so
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     with pytest.raises(runner.Interrupted) as e:
         with runner.signals_raise():
             os.kill(os.getpid(), signal.SIGHUP)
             time.sleep(5)
     assert e.value.exit_code == 129 and e.value.name == "SIGHUP"
     assert signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None) or callable(signal.getsignal(signal.SIGHUP))
+    signal.signal(signal.SIGHUP, before)
 
 
 @pytest.mark.notebook

@@ -185,7 +185,8 @@ def check_claims(ex: Experiment, claim: str, *, rise: float, accuracy_atol: floa
                     results.append(_within_band(claim_id, values, kw.pop("band"), **common, **kw))
                 else:
                     results.append(claims.check_mean(claim_id, values, **common, **kw))
-            held[part, opt] = None if any(r is None for r in results) else all(results)
+            outside = any(r is None or getattr(r, "verdict", None) == "outside" for r in results)
+            held[part, opt] = None if outside else all(bool(r) for r in results)
     return held
 
 
