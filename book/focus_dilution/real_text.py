@@ -319,11 +319,7 @@ display.number("mid_last", cfg.mid_ranks[1])
 GAP_TOL, CLOCK_RTOL = 0.03, 0.1     # Markov approximation: set before the runs (see the text above)
 MARKOV, ORDER = "errata-real-text-markov", "errata-real-text-order"
 
-
-def paper_order(x):
-    """The space and "the" gain attention (lift > 1) and more than the mid-frequency tokens."""
-    space, the, mid = x
-    return space > 1 and the > 1 and min(space, the) > mid
+paper_order = realtext.paper_order  # ␣ and "the" gain attention (lift > 1), more than the mid-frequency tokens
 
 
 for c, m in marks.items():

@@ -291,3 +291,10 @@ SCHEMA = Schema(
     seed=Param(int, 0, 2**31 - 1, "seed of the init and of the windows"),
     device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
 )
+
+
+def paper_order(lifts) -> bool:
+    """B11's order at the first attention move: the space and "the" gain attention (lift > 1), and
+    more than the mid-frequency tokens. ``lifts`` = (lift of ␣, lift of "the", mean mid-rank lift)."""
+    space, the, mid = lifts
+    return bool(space > 1 and the > 1 and min(space, the) > mid)
