@@ -108,9 +108,7 @@ class WhereItBreaks(PageReport):
         from attnflow import display
 
         values = super().glue(prefix)
-        extra = dict(self.stall)
-        if self.wrong_one is not None:
-            extra["wrong_one"] = self.wrong_one
+        extra = dict(self.stall)          # wrong_one is a scalar field: PageReport.glue glues it when it is set
         for k, v in extra.items():
             display.number(prefix + k, v)
         return {**values, **extra}
