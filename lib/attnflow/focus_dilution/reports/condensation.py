@@ -31,7 +31,8 @@ from attnflow.focus_dilution import closed_forms, measure, model, runs, symbolic
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.schemas import is_reference, make_chain
 from attnflow.focus_dilution.targets import SPEC, half_unit
-from attnflow.report import PageReport
+from attnflow.focus_dilution.reports import SpecGluedReport
+from attnflow.report import PageReport  # noqa: F401
 
 __all__ = ["CondensationReport", "condensation_report", "cubic_rate_bias", "LINEAR_BIAS", "NOISE_TILT", "FROZEN_BOUND"]
 
@@ -41,7 +42,7 @@ FROZEN_BOUND = 0.5       # e^{|g|Δt} − 1 above this: the attention mode is no
 
 
 @dataclass
-class CondensationReport(PageReport):
+class CondensationReport(SpecGluedReport):
     # symbolic (sympy, general stationary 3-token chain)
     rank_B: int
     score_order: int
@@ -120,15 +121,6 @@ class CondensationReport(PageReport):
             (f"e^{{|g|Δt}} − 1 ≤ {FROZEN_BOUND} (attention mode slow against condensation)",
              self.qk_bound <= FROZEN_BOUND, f"e^{{|g|Δt}} − 1 = {self.qk_bound:.3g}"),
             ("condensation completes by the horizon", bool(np.isfinite(self.t_cond)), f"t_cond = {self.t_cond:.4g}"))
-
-    def glue(self, prefix: str = ""):
-        from attnflow import display
-
-        out = super().glue(prefix)
-        for name, value in SPEC.items():
-            if isinstance(value, float):
-                display.number(f"spec_{name}", value)
-        return out
 
     # ---- figure --------------------------------------------------------------------------------
     def figures(self) -> list:

@@ -36,7 +36,8 @@ from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.focus_dilution.reports.unigram_saddle import SEPARATION, contraction_rate
 from attnflow.focus_dilution.schemas import is_reference, make_chain
 from attnflow.focus_dilution.targets import EULER_T3000, SPEC, half_unit
-from attnflow.report import PageReport
+from attnflow.focus_dilution.reports import SpecGluedReport
+from attnflow.report import PageReport  # noqa: F401
 
 __all__ = ["FocusReport", "focus_report", "shade_stages", "STAGE_ORDER"]
 
@@ -69,7 +70,7 @@ def sign_pattern_ok(gain: np.ndarray, chain: MarkovChain, g: float, dA: np.ndarr
 
 
 @dataclass
-class FocusReport(PageReport):
+class FocusReport(SpecGluedReport):
     n_sym_nonzero: int
     symbolic_s: float
     g: float
@@ -156,15 +157,6 @@ class FocusReport(PageReport):
                               f"t_onset = {self.t_onset_v:.4g}"),
                              (f"its amplitudes at the onset within {AMP_DRIFT:g} of απ", self.amp_drift_onset_v <= AMP_DRIFT,
                               f"max |a − απ|/max απ = {self.amp_drift_onset_v:.3g}"))
-
-    def glue(self, prefix: str = ""):
-        from attnflow import display
-
-        out = super().glue(prefix)
-        for name, value in SPEC.items():
-            if isinstance(value, float):
-                display.number(f"spec_{name}", value)
-        return out
 
     # ---- figure --------------------------------------------------------------------------------
     def figures(self) -> list:

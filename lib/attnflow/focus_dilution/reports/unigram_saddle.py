@@ -32,7 +32,8 @@ from attnflow.focus_dilution import closed_forms, measure, model, runs, spectrum
 from attnflow.focus_dilution.chain import MarkovChain, dirichlet_chain
 from attnflow.focus_dilution.schemas import is_reference, make_chain
 from attnflow.focus_dilution.targets import SPEC, half_unit
-from attnflow.report import PageReport
+from attnflow.focus_dilution.reports import SpecGluedReport
+from attnflow.report import PageReport  # noqa: F401
 
 __all__ = ["UnigramSaddleReport", "unigram_saddle_report", "PlateauRun", "plateau_run", "SEPARATION",
            "SCALING_FLOOR"]
@@ -124,7 +125,7 @@ def contraction_rate(embedding_eigs: np.ndarray, tol: float = 1e-10) -> float:
 
 
 @dataclass
-class UnigramSaddleReport(PageReport):
+class UnigramSaddleReport(SpecGluedReport):
     n_sym_nonzero: int
     symbolic_s: float
     # Jacobian at θ_c¹
@@ -237,15 +238,6 @@ class UnigramSaddleReport(PageReport):
             "(attention still frozen)", self._g_rand_separated,
             f"t = {self.t_rand:g}, 2.5T₁ = {self._rand_t_cond:.0f}, λ_c = {self._rand_lambda_c:.3g}, "
             f"2|g|t = {2 * abs(self._g_rand_c) * self.t_rand:.3g}, log(1/ε) = {np.log(1 / self.init_scale):.3g}"))
-
-    def glue(self, prefix: str = ""):
-        from attnflow import display
-
-        out = super().glue(prefix)
-        for name, value in SPEC.items():
-            if isinstance(value, float):
-                display.number(f"spec_{name}", value)
-        return out
 
     # ---- figure --------------------------------------------------------------------------------
     def figures(self) -> list:
