@@ -7,6 +7,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from attnflow import parallel, runner
@@ -173,3 +174,24 @@ def test_atlas_report_from_a_sweep_table(fake_book, tmp_path, monkeypatch):
     assert abs(rep.frac_clean - 2 / 3) < 1e-12 and rep.frac_clean_lo < 2 / 3 < rep.frac_clean_hi
     row = rep.rates[rep.rates["claim"] == "A2"].iloc[0]
     assert row["checks"] == 3 and abs(row["fail"] - 1 / 3) < 1e-12 and abs(row["outside"] - 1 / 3) < 1e-12
+
+
+def test_atlas_regenerate_keeps_one_table_per_page_without_stale_points(fake_book, tmp_path, monkeypatch):
+    """Regenerating a page after a library change replaces its points (no stale parts of the old
+    library in the atlas) and records that page's own commit and library hash."""
+    from attnflow import atlas
+
+    monkeypatch.setenv("ATTNFLOW_BOOK_ROOT", str(fake_book))
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-one")
+    out = atlas.regenerate(["test/fake"], draws=2, workers=1, output=tmp_path / "atlas")
+    first = pd.read_parquet(out / "atlas.parquet")
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-two")
+    atlas.regenerate(["test/fake"], draws=2, workers=1, output=out)
+    second = pd.read_parquet(out / "atlas.parquet")
+    prov = json.loads((out / "provenance.json").read_text())
+    assert first["key"].nunique() == 2 and second["key"].nunique() == 2
+    assert not set(first["key"]) & set(second["key"])          # the old library's points are gone
+    assert len(list((out / "sweeps" / "test__fake" / "parts").glob("*.parquet"))) == 4   # kept for resume
+    assert prov["per_page"]["test/fake"]["library"] == "lib-two" and prov["pages"] == ["test/fake"]
+    rep = atlas.atlas_report(out)
+    assert rep.n_points == 2 and rep.min_draws == 2

@@ -109,8 +109,9 @@ class AtlasReport(PageReport):
         rows = []
         for page, g in self.points.groupby("page", sort=False):
             counts = g["outcome"].value_counts()
+            run = self.provenance.get("per_page", {}).get(page, {})
             rows.append({"page": page, "points": len(g), **{o: int(counts.get(o, 0)) for o in OUTCOMES},
-                         "median s": float(g["wall_s"].median())})
+                         "median s": float(g["wall_s"].median()), "commit": str(run.get("commit", ""))[:10]})
         return display.table(rows, floatfmt="{:.0f}")
 
     def failing_claims(self):
@@ -197,32 +198,51 @@ def atlas_report(directory: str | Path | None = None) -> AtlasReport:
 
 def regenerate(pages: Sequence[str] = THEORY_PAGES, *, draws: int = 20, seed: int = 0, profile: str = "smoke",
                workers: int = 2, scheduler: str | None = None, output: Path | None = None) -> Path:
-    """Run the sweeps and write ``atlas.parquet`` + ``provenance.json`` (resumable: part files per page)."""
+    """Run the sweeps of ``pages`` and rewrite ``atlas.parquet`` + ``provenance.json``.
+
+    Resumable (part files per point). Each page keeps its own table (``sweeps/<page>/atlas-points.parquet``,
+    only the points of this draw, never stale parts of an earlier library) and its own provenance
+    (commit, library hash, date), so pages may be regenerated one at a time — after a change to one
+    page's domains, say — and the atlas is the union of every theory page's latest run."""
     import pandas as pd
 
     from attnflow import parallel, runner
 
     root = runner.book_root()
     out = Path(output) if output else default_dir(root)
-    frames = []
+    prov_path = out / "provenance.json"
+    old = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.exists() else {}
+    per_page = dict(old.get("per_page", {}))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    command = "python -m attnflow.atlas " + " ".join(sys.argv[1:])
     for page in pages:
+        folder = out / "sweeps" / page.replace("/", "__")
         points = parallel.draw_points(page, draws, seed=seed, profile=profile)
-        frames.append(parallel.sweep(page, points, profile=profile, output=out / "sweeps" / page.replace("/", "__"),
-                                     workers=workers, scheduler=scheduler))
+        _, path = runner.resolve_page(page, root)
+        lib = parallel.library_hash(root)
+        keys = {parallel.point_key(path.read_bytes(), lib, profile, p) for p in points}
+        table = parallel.sweep(page, points, profile=profile, output=folder, workers=workers, scheduler=scheduler)
+        table = table[table["key"].isin(keys)]
+        table.to_parquet(folder / "atlas-points.parquet", index=False)
+        per_page[page] = dict(commit=commit, library=lib, draws=draws, seed=seed, profile=profile,
+                              date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), command=command)
+    order = [p for p in THEORY_PAGES if p in per_page] + [p for p in per_page if p not in THEORY_PAGES]
+    frames = [pd.read_parquet(out / "sweeps" / p.replace("/", "__") / "atlas-points.parquet") for p in order
+              if (out / "sweeps" / p.replace("/", "__") / "atlas-points.parquet").exists()]
     table = pd.concat(frames, ignore_index=True)
     table = table.astype({c: "object" for c in table.columns if c.startswith("p_")})
     for c in [c for c in table.columns if c.startswith("p_")]:
         table[c] = table[c].map(lambda v: json.dumps(v) if isinstance(v, (list, tuple, dict)) else v).astype(str)
     out.mkdir(parents=True, exist_ok=True)
     table.to_parquet(out / "atlas.parquet", index=False)
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = ""
-    prov = dict(commit=commit, profile=profile, draws=draws, seed=seed, pages=list(pages),
-                date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), library=parallel.library_hash(root),
-                command="python -m attnflow.atlas " + " ".join(sys.argv[1:]))
-    (out / "provenance.json").write_text(json.dumps(prov, indent=1), encoding="utf-8")
+    commits = sorted({v["commit"] for v in per_page.values()})
+    prov = dict(commit=commit if len(commits) <= 1 else ", ".join(c[:10] for c in commits), profile=profile,
+                draws=min(v["draws"] for v in per_page.values()), seed=seed, pages=order,
+                date=max(v["date"] for v in per_page.values()), command=command, per_page=per_page)
+    prov_path.write_text(json.dumps(prov, indent=1), encoding="utf-8")
     return out
 
 
