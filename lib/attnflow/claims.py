@@ -47,11 +47,13 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from dataclasses import dataclass
-
+import numpy as np
 import yaml
+
+from attnflow import stats
 
 __all__ = ["check", "check_mean", "outside", "domain", "Domain", "finish", "begin_page", "records", "statement",
            "ClaimFailed", "claims_dir", "VERDICTS", "register"]
@@ -276,8 +278,6 @@ def check(
         if not tol:
             raise ValueError(f"claim {claim_id}: a predicate check needs tolerance='<the criterion in words>'")
     else:
-        import numpy as np
-
         m = np.asarray(measured, dtype=float)
         e = np.asarray(expected, dtype=float)
         a, r = atol or 0.0, rtol or 0.0
@@ -300,8 +300,6 @@ def check(
 
 def _all_finite(x: Any) -> bool:
     """False when x holds a NaN or infinity (numbers, arrays, nested lists); True for non-numbers."""
-    import numpy as np
-
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -370,8 +368,6 @@ def check_mean(
     The domain should require at least 3 seeds (``stats.enough_seeds``); with fewer the interval
     is undefined and the check fails. The record keeps the per-seed values, mean and interval.
     """
-    from attnflow import stats
-
     if sum(x is not None for x in (target, above, below)) != 1:
         raise ValueError(f"claim {claim_id}: check_mean needs exactly one of target=, above=, below=")
     if domain is not None and not isinstance(domain, Domain):

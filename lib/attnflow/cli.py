@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 
+from attnflow import cli_sweep
 from attnflow.runner import Interrupted, PageFailed, RunError, list_pages, parse_assignments, run_page
 
 
@@ -31,8 +32,6 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true",
                    help="run even when the page's cost estimate is above the limit (ATTNFLOW_FORCE=1)")
     sub.add_parser("pages", help="list the pages of the book")
-    from attnflow import cli_sweep
-
     cli_sweep.add_parser(sub)        # attnflow sweep PAGE (--grid ... | --random N): many points on Dask
     return ap
 
@@ -40,8 +39,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.cmd == "sweep":
-        from attnflow import cli_sweep
-
         return cli_sweep.run(args)
     if args.cmd == "pages":
         try:

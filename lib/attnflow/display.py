@@ -50,7 +50,7 @@ def _quiet(value: Any) -> Any:
 
 def _glue(name: str, value: Any, display_it: bool) -> None:
     try:
-        from myst_nb import glue
+        from myst_nb import glue  # deferred: heavy (sphinx, docutils), needed only when a value is glued
     except ImportError:  # pragma: no cover - myst-nb is in the lock
         if display_it:
             display(value)
@@ -100,7 +100,7 @@ def _fmt_float(floatfmt: str, v: Any) -> str:
 
 def table(rows: list[dict[str, Any]], floatfmt: str = "{:.4g}"):
     """A small pandas table for display (numbers formatted, no index)."""
-    import pandas as pd
+    import pandas as pd  # deferred: pandas takes about a second to import, and only tables need it
 
     df = pd.DataFrame(rows)
     fmt = {c: (lambda v, f=floatfmt: _fmt_float(f, v)) for c in df.columns if df[c].dtype.kind == "f"}

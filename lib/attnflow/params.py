@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Iterable, Mapping
 
+from attnflow import claims
+
 __all__ = ["Param", "Schema", "ParameterError", "validate", "literal_names", "DEFAULT_MAX_LEN",
            "COST_WARN_S", "COST_REFUSE_S", "forced"]
 
@@ -355,7 +357,5 @@ def validate(namespace: Mapping[str, Any], schema: Schema) -> SimpleNamespace:
     Returns a namespace holding the checked values (``cfg.n_classes``, ...).
     """
     cfg = schema.validate(_parameter_values(namespace, schema))
-    from attnflow import claims  # local import: params must stay importable on its own
-
     claims.begin_page(schema.key, {k: getattr(cfg, k) for k in schema.params})
     return cfg

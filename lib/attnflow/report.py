@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from attnflow import display
+
 __all__ = ["PageReport", "scalar_fields"]
 
 
@@ -44,8 +46,6 @@ class PageReport:
 
     def glue(self, prefix: str = "") -> dict[str, Any]:
         """Glue every public scalar field as ``prefix + name``; returns what was glued."""
-        from attnflow import display
-
         values = scalar_fields(self)
         for name, value in values.items():
             display.number(prefix + name, value)

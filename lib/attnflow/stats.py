@@ -48,6 +48,8 @@ class Interval:
 
 
 def _t_quantile(p: float, dof: int) -> float:
+    # deferred: scipy.stats takes seconds to import, and claims (so every `attnflow` command,
+    # through params) imports this module
     from scipy import stats as st
 
     return float(st.t.ppf(p, dof))
@@ -93,7 +95,7 @@ def fraction(flags: Sequence[Any], level: float = 0.95) -> FractionInterval:
     n, k = int(f.size), int(f.sum())
     if n == 0:
         raise ValueError("fraction of no flags")
-    from scipy import stats as st
+    from scipy import stats as st  # deferred, as in _t_quantile
 
     z = float(st.norm.ppf(0.5 + level / 2))             # the normal quantile
     p = k / n

@@ -14,6 +14,11 @@ shipped in registry packages. ``data_files=`` loads real-format records from loc
 ``datasets`` (the hub path, offline). Every call prints exactly one line saying which source it
 used; a missing or corrupt stand-in file raises :class:`DataFileError` naming the file and
 ``make data``.
+
+Modules: ``sources`` (hub, local files or stand-in: which source, said in one line),
+``files`` (the stand-in files, checksums, the cache), ``tokenizer`` (the word-level tokenizer),
+``classification`` (labelled sets with relevant-token masks), ``tasks`` (SQuAD, HateXplain, SVA),
+``corpora`` (WikiText and TinyStories token streams).
 """
 from __future__ import annotations
 

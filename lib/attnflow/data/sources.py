@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnflow.data.files import cache_dir
+
 __all__ = ["Spec", "Resolved", "DataSourceError", "resolve", "announce", "SOURCES", "hf_offline", "hub_deadline",
            "HUB_DEADLINE_SECONDS"]
 
@@ -185,7 +187,6 @@ def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | 
             raise FileNotFoundError(f"data_files for {spec.name}: {missing} do not exist")
         name, kwargs = (builder, {}) if builder else _builder_for(files)
         import datasets  # deferred: importing datasets costs ~1.5 s
-        from attnflow.data.files import cache_dir
         ds = datasets.load_dataset(name, data_files=data_files, cache_dir=str(cache_dir() / "hf-local"),
                                    **{**kwargs, **load_kwargs})
         shown = ", ".join(Path(f).name for f in files)
@@ -202,7 +203,7 @@ def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | 
     else:
         reason = _hub_unreachable()
     if reason is None:
-        import datasets
+        import datasets  # deferred, as above
         revisions = [load_kwargs.pop("revision", None)]
         if revisions[0] is None and spec.alt_revision and hub_id == spec.hub_id:
             revisions.append(spec.alt_revision)

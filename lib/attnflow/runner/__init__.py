@@ -32,7 +32,7 @@ imports no paper package. One module per concept; :func:`run_page` below compose
 - :mod:`~attnflow.runner.kernel`: papermill execution, kernel shutdown, errors as one line
   (imported only when a page runs: papermill and nbclient take seconds to import);
 - :mod:`~attnflow.runner.output`: output folders, the test-write, the rename-into-place;
-- :mod:`~attnflow.runner.results`: :class:`RunResult`, claim counts, the failure message.
+- :mod:`~attnflow.runner.results`: :class:`RunResult`, the verdict counts of a claims record.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from attnflow.runner.checks import check_parameter_names, env, parameter_names, 
 from attnflow.runner.errors import Interrupted, PageFailed, RunError
 from attnflow.runner.output import move_into_place, output_folder, prepare_output, remove_created
 from attnflow.runner.pages import book_root, list_pages, load_profile, parse_assignments, resolve_page
-from attnflow.runner.results import RunResult, count, raise_if_failed
+from attnflow.runner.results import RunResult, count
 from attnflow.runner.signals import signals_raise
 
 __all__ = ["run_page", "RunError", "PageFailed", "Interrupted", "RunResult", "book_root", "list_pages",
@@ -130,3 +130,19 @@ def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force,
         shutil.rmtree(tmp, ignore_errors=True)
         if not kept:
             remove_created(created)
+
+
+def raise_if_failed(res: RunResult, error: str | None) -> RunResult:
+    """``res`` when the page ran to the end and no claim failed; else PageFailed naming the
+    cell or the claims, the counts and where the executed notebook is."""
+    if error is None and res.failed:
+        error = "claims failed"
+    if error is None:
+        return res
+    res.error = error
+    names = res.failed_claims
+    which = f"; failed claims: {'; '.join(names)}" if names and "ClaimFailed" not in error else ""
+    kept_at = f"; executed notebook kept at {res.notebook}" if res.notebook else "; no notebook was written"
+    if res.claims_file:
+        kept_at += f" (claims record {res.claims_file})"
+    raise PageFailed(f"{res.page}: {error}{which}; {res.counts()}{kept_at}", res)

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from attnflow.runner.results import RunResult
+from attnflow.runner.results import RunResult
 
 
 class RunError(ValueError):

@@ -1,13 +1,10 @@
-"""Summaries: what a run produced (:class:`RunResult`), the verdict counts of its claims record
-and the one-line message of a failed page."""
+"""Summaries: what a run produced (:class:`RunResult`) and the verdict counts of its claims record."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from attnflow.runner.errors import PageFailed
 
 
 @dataclass
@@ -52,19 +49,3 @@ def count(record: Path) -> tuple[int, int, int, int, list[str]]:
                 failed += 1
                 names.append(f"{r.get('id')} {r.get('what') or ''}".strip())
     return passed, failed, disagree, outside, names
-
-
-def raise_if_failed(res: RunResult, error: str | None) -> RunResult:
-    """``res`` when the page ran to the end and no claim failed; else PageFailed naming the
-    cell or the claims, the counts and where the executed notebook is."""
-    if error is None and res.failed:
-        error = "claims failed"
-    if error is None:
-        return res
-    res.error = error
-    names = res.failed_claims
-    which = f"; failed claims: {'; '.join(names)}" if names and "ClaimFailed" not in error else ""
-    kept_at = f"; executed notebook kept at {res.notebook}" if res.notebook else "; no notebook was written"
-    if res.claims_file:
-        kept_at += f" (claims record {res.claims_file})"
-    raise PageFailed(f"{res.page}: {error}{which}; {res.counts()}{kept_at}", res)
