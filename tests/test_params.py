@@ -70,7 +70,9 @@ def test_cross_parameter_rule():
         validate(dict(GOOD, d=2, d_h=3), SCHEMA)
 
 
-def test_validate_starts_the_page_ledger_and_writes_nothing(tmp_path):
+def test_validate_starts_the_page_ledger_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path / "claims"))   # even with a claims folder set
     validate(dict(GOOD), SCHEMA)
     assert list(tmp_path.iterdir()) == []          # validation never writes a file
     assert claims.records() == [] and claims._state["page"] == "test/page"
