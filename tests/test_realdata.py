@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnflow.params import ParameterError
-from attnflow.sharpening import realdata, realreport
+from attnflow.sharpening import contracts, realdata, realreport
 from attnflow.sharpening.realdata import SEP, Encoded, RealConfig
 
 V, T = 12, 7   # vocabulary (ids 0–2 are <pad>, <unk>, <sep>) and sequence length
@@ -107,7 +107,7 @@ def test_bad_input_gives_errors_that_name_the_parameter():
                 parametrization="FAFO", init_scale=1.0, lr_ratios=[1.0, 10.0], optimizers=["adamw"], lr_adamw=1e-3,
                 lr_sgd=0.1, momentum=0.9, weight_decay=0.01, epochs_adamw=1.0, epochs_sgd=1.0, batch_size=16,
                 seeds=[0], tau_attn=0.5, tau_conf=0.5, tau_attns=[0.5], device="cpu")
-    schema = realdata.SCHEMAS["sva"]
+    schema = contracts.REAL_SVA
     assert schema.validate(good).lr_ratios == [1.0, 10.0]
     for key, bad, name in [("lr_ratios", [1.0, -3.0], "lr_ratios"), ("tau_attn", 1.5, "tau_attn"),
                            ("source", "web", "source"), ("optimizers", ["lbfgs"], "optimizers"),

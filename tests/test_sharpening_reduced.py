@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnflow.params import ParameterError
-from attnflow.sharpening import reduction, schemas, targets
+from attnflow.sharpening import contracts, reduction, targets
 from attnflow.sharpening.data import Task
 from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve
 
@@ -90,18 +90,18 @@ def test_overflowing_horizon_is_a_clear_error():
     with pytest.raises(HorizonError, match="horizon"):
         solve(ReducedSystem("CACO", 1.0), float("inf"))
     with pytest.raises(ParameterError, match="horizon"):
-        schemas.GROWTH_RATES.validate(dict(n_classes=5, n_compete=9, lr_ratios=[1.0], a0=0.1, b0=0.1, horizon=1e301,
+        contracts.GROWTH_RATES.validate(dict(n_classes=5, n_compete=9, lr_ratios=[1.0], a0=0.1, b0=0.1, horizon=1e301,
                                            rtol=1e-10, parametrizations=["CACO"], fit_from=1e4))
 
 
 def test_page_schemas_reject_bad_values_by_name():
     base = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e5, rtol=1e-10,
                 parametrizations=["CACO"], fit_from=1e3)
-    schemas.GROWTH_RATES.validate(base)
+    contracts.GROWTH_RATES.validate(base)
     for bad, name in ((dict(lr_ratios=[1.0, 0.0]), "lr_ratios"), (dict(b0=-0.1), "b0"), (dict(n_compete=0), "n_compete"),
                       (dict(parametrizations=["CAXO"]), "parametrizations")):
         with pytest.raises(ParameterError, match=name):
-            schemas.GROWTH_RATES.validate({**base, **bad})
+            contracts.GROWTH_RATES.validate({**base, **bad})
 
 
 def test_factorized_qk_needs_positive_b0():

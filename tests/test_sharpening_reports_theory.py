@@ -7,7 +7,7 @@ import pytest
 
 from attnflow import claims
 from attnflow.params import ParameterError
-from attnflow.sharpening import schemas, targets
+from attnflow.sharpening import contracts, targets
 
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
@@ -44,15 +44,15 @@ def test_targets_hold_the_spec_tables():
 # ---------------------------------------------------------------------------------------------- Lemma 1
 def test_lemma1_schema_names_the_cause():
     with pytest.raises(ParameterError, match="d_h ≤ d"):
-        cfg_of(schemas.LEMMA1_RESCALING, **{**LEMMA1, "d_h": 4})
+        cfg_of(contracts.LEMMA1_RESCALING, **{**LEMMA1, "d_h": 4})
     with pytest.raises(ParameterError, match="imbalances"):
-        cfg_of(schemas.LEMMA1_RESCALING, **{**LEMMA1, "imbalances": [0.1] * 9})
+        cfg_of(contracts.LEMMA1_RESCALING, **{**LEMMA1, "imbalances": [0.1] * 9})
 
 
 def test_lemma1_report_passes_and_domains(ledger):
     from attnflow.sharpening.reports.lemma1_rescaling import lemma1_report
 
-    rep = lemma1_report(cfg_of(schemas.LEMMA1_RESCALING, **LEMMA1))
+    rep = lemma1_report(cfg_of(contracts.LEMMA1_RESCALING, **LEMMA1))
     assert rep.n_nonzero_symbolic == 0 and rep.err_item2 < 1e-12 and rep.imbalance0 < 1e-12
     assert rep.dev_rescaled < 1e-7 and rep.dev_collapsed > 1e-3
     read = ledger("test/lemma1")
@@ -60,7 +60,7 @@ def test_lemma1_report_passes_and_domains(ledger):
     verdicts = {k: r["verdict"] for k, r in read().items()}
     assert set(verdicts.values()) <= {"pass", "outside"} and "fail" not in verdicts.values()
     # a loose solver: the trajectory comparisons are outside their domain, not passes
-    loose = lemma1_report(cfg_of(schemas.LEMMA1_RESCALING, **{**LEMMA1, "rtol": 1e-6, "t_max": 0.01}))
+    loose = lemma1_report(cfg_of(contracts.LEMMA1_RESCALING, **{**LEMMA1, "rtol": 1e-6, "t_max": 0.01}))
     read = ledger("test/lemma1b")
     loose.check_claims()
     recs = read()
@@ -85,7 +85,7 @@ SCALAR = dict(n_classes=3, n_common=2, n_compete=2, lr_ratio=1.0, a0=0.1, b0=0.1
 def test_scalar_reduction_report_small(ledger):
     from attnflow.sharpening.reports import scalar_reduction as report
 
-    rep = report.scalar_reduction_report(cfg_of(schemas.SCALAR_REDUCTION, **SCALAR))
+    rep = report.scalar_reduction_report(cfg_of(contracts.SCALAR_REDUCTION, **SCALAR))
     assert rep.n_nonzero_reduced == 0 and rep.n_nonzero_full == 0
     assert rep.c_ov == pytest.approx(0.5) and rep.kappa == pytest.approx((1 / 3 + 1 / 2) ** 0.5)
     assert set(rep.dev_rel) == {"CACO", "FAFO"} and rep.dev_max < 1e-6 and rep.residual_max < 1e-10
@@ -94,7 +94,7 @@ def test_scalar_reduction_report_small(ledger):
     rep.check_claims()
     assert {r["verdict"] for r in read().values()} == {"pass"}
     with pytest.raises(ParameterError, match="d_h ≥ K"):
-        cfg_of(schemas.SCALAR_REDUCTION, **{**SCALAR, "d_h": 2})
+        cfg_of(contracts.SCALAR_REDUCTION, **{**SCALAR, "d_h": 2})
 
 
 # ---------------------------------------------------------------------------------------------- Theorem 3
@@ -105,7 +105,7 @@ LINE = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, hor
 def test_line_theorem_report_small(ledger):
     from attnflow.sharpening.reports.line_theorem import DRIFT_FACTOR, line_theorem_report
 
-    rep = line_theorem_report(cfg_of(schemas.LINE_THEOREM, **LINE))
+    rep = line_theorem_report(cfg_of(contracts.LINE_THEOREM, **LINE))
     assert rep.n_nonzero == 0 and rep.n_runs == 2
     assert 0 < rep.rel_drift_max < DRIFT_FACTOR and rep.drift_max < 1e-6
     assert rep.h_max * rep.curvature_max < 2 and abs(rep.order_max - 1) < 0.05
@@ -138,15 +138,15 @@ GROWTH = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, h
 
 def test_growth_schema_refuses_a_window_above_the_horizon():
     with pytest.raises(ParameterError, match="fit_from"):
-        cfg_of(schemas.GROWTH_RATES, **{**GROWTH, "fit_from": 2e4})
+        cfg_of(contracts.GROWTH_RATES, **{**GROWTH, "fit_from": 2e4})
     with pytest.raises(ParameterError, match="one decade"):
-        cfg_of(schemas.GROWTH_RATES, **{**GROWTH, "fit_from": 5e3})
+        cfg_of(contracts.GROWTH_RATES, **{**GROWTH, "fit_from": 5e3})
 
 
 def test_growth_report_small(ledger):
     from attnflow.sharpening.reports.growth_rates import growth_rates_report
 
-    rep = growth_rates_report(cfg_of(schemas.GROWTH_RATES, **GROWTH))
+    rep = growth_rates_report(cfg_of(contracts.GROWTH_RATES, **GROWTH))
     assert rep.n_wrong_laws == 0 and rep.lr_ratio_ratio == 10.0
     assert 1.5 < rep.odds_exponent < 2.0 and rep.odds_ratio == pytest.approx(10.0, rel=0.1)
     assert rep.odds_l2_1e5 == {}                                # the horizon stops before 1e5
@@ -169,7 +169,7 @@ MECH = dict(n_classes=3, n_compete=4, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, hor
 def test_mechanism_report_small(ledger):
     from attnflow.sharpening.reports.sharpening_mechanism import mechanism_report
 
-    rep = mechanism_report(cfg_of(schemas.SHARPENING_MECHANISM, **MECH))
+    rep = mechanism_report(cfg_of(contracts.SHARPENING_MECHANISM, **MECH))
     assert rep.n_nonzero == 0 and rep.n_seeds == 3 and rep.samp_all_reached
     assert rep.p_match[("FACO", 10.0)] > rep.p_match[("FACO", 1.0)]
     assert rep.full_dev < 1e-6

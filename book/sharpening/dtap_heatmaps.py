@@ -51,8 +51,8 @@ device = "auto"       # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.experiments import DTAP_SCHEMA
-cfg = params.validate(globals(), DTAP_SCHEMA)
+from attnflow.sharpening.contracts import DTAP_HEATMAPS
+cfg = params.validate(globals(), DTAP_HEATMAPS)
 
 # %%
 from attnflow import plotting, seeding

@@ -52,8 +52,8 @@ device = "auto"       # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.experiments import FOUR_SCHEMA
-cfg = params.validate(globals(), FOUR_SCHEMA)
+from attnflow.sharpening.contracts import FOUR_PARAMETRIZATIONS
+cfg = params.validate(globals(), FOUR_PARAMETRIZATIONS)
 
 # %%
 from attnflow import plotting, seeding

@@ -49,7 +49,7 @@ fit_from = 1e4        # fit window [fit_from, horizon] (at least one decade)
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.schemas import GROWTH_RATES
+from attnflow.sharpening.contracts import GROWTH_RATES
 cfg = params.validate(globals(), GROWTH_RATES)
 
 # %%

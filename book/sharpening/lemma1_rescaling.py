@@ -52,7 +52,7 @@ seed = 0              # seed of the task and of the initial factors
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.schemas import LEMMA1_RESCALING
+from attnflow.sharpening.contracts import LEMMA1_RESCALING
 cfg = params.validate(globals(), LEMMA1_RESCALING)
 
 # %%

@@ -51,7 +51,7 @@ gd_time = 20.0        # model time T of each GD run (T/h steps)
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.schemas import LINE_THEOREM
+from attnflow.sharpening.contracts import LINE_THEOREM
 cfg = params.validate(globals(), LINE_THEOREM)
 
 # %%

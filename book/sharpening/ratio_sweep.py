@@ -62,8 +62,8 @@ device = "auto"                   # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.experiments import RATIO_SCHEMA
-cfg = params.validate(globals(), RATIO_SCHEMA)
+from attnflow.sharpening.contracts import RATIO_SWEEP
+cfg = params.validate(globals(), RATIO_SWEEP)
 
 # %%
 from attnflow import plotting, seeding

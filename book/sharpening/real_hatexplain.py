@@ -59,8 +59,8 @@ device = "auto"              # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.realdata import HATEXPLAIN_SCHEMA
-cfg = params.validate(globals(), HATEXPLAIN_SCHEMA)
+from attnflow.sharpening.contracts import REAL_HATEXPLAIN
+cfg = params.validate(globals(), REAL_HATEXPLAIN)
 
 # %%
 from attnflow import data, plotting, seeding

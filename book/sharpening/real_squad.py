@@ -60,8 +60,8 @@ device = "auto"              # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.realdata import SQUAD_SCHEMA
-cfg = params.validate(globals(), SQUAD_SCHEMA)
+from attnflow.sharpening.contracts import REAL_SQUAD
+cfg = params.validate(globals(), REAL_SQUAD)
 
 # %%
 from attnflow import data, plotting, seeding

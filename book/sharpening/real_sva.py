@@ -60,8 +60,8 @@ device = "auto"              # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.realdata import SVA_SCHEMA
-cfg = params.validate(globals(), SVA_SCHEMA)
+from attnflow.sharpening.contracts import REAL_SVA
+cfg = params.validate(globals(), REAL_SVA)
 
 # %%
 from attnflow import data, plotting, seeding

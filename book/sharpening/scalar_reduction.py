@@ -57,7 +57,7 @@ seed = 0              # seed of the random orthogonal embedding
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.schemas import SCALAR_REDUCTION
+from attnflow.sharpening.contracts import SCALAR_REDUCTION
 cfg = params.validate(globals(), SCALAR_REDUCTION)
 
 # %%

@@ -58,7 +58,7 @@ device = "auto"       # device of the sampled runs
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.schemas import SHARPENING_MECHANISM
+from attnflow.sharpening.contracts import SHARPENING_MECHANISM
 cfg = params.validate(globals(), SHARPENING_MECHANISM)
 
 # %%

@@ -47,8 +47,8 @@ device = "auto"       # auto, cpu or cuda
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.sharpening.experiments import BREAKS_SCHEMA
-cfg = params.validate(globals(), BREAKS_SCHEMA)
+from attnflow.sharpening.contracts import WHERE_IT_BREAKS
+cfg = params.validate(globals(), WHERE_IT_BREAKS)
 
 # %%
 from attnflow import plotting, seeding

@@ -7,5 +7,6 @@
 - ``growth``     fitted growth rates of long reduced trajectories
 - ``mechanism``  attention mass at matched loss on three levels (Corollary 5)
 - ``symbolic``   sympy derivations (Lemma 1, Proposition 2, Theorems 3–4, Corollary 5)
-- ``rescaling``  Lemma 1 numerics;  ``schemas``  page parameter contracts
+- ``rescaling``  Lemma 1 numerics;  ``contracts``  every page's parameter contract
+- ``targets``    every spec number a page or test compares with
 """

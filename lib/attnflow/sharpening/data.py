@@ -29,7 +29,9 @@ import torch
 
 from attnflow.params import ParameterError
 
-__all__ = ["Task", "Batch", "sample", "population", "n_compositions"]
+__all__ = ["Task", "Batch", "sample", "population", "n_compositions", "POPULATION_MAX"]
+
+POPULATION_MAX = 200_000   # most compositions of an exact population (memory of the per-sequence forward)
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def _multisets(ids: list[int], size: int):
         yield list(combo), prob
 
 
-def population(task: Task, max_sequences: int = 200_000) -> Batch:
+def population(task: Task, max_sequences: int = POPULATION_MAX) -> Batch:
     """The exact population of the task: one sequence per composition, weight = its probability.
 
     Positions do not matter to a model without positional encoding, so each multiset is

@@ -11,7 +11,7 @@ from the same weights on the same data (paired comparisons).
 Training descends the mean cross-entropy through the exact bag-of-tokens forward
 (``ModelStack.bag_forward``); evaluation (:func:`evaluate`) uses the per-position forward, which
 also deletes tokens for ERASER's sufficiency and comprehensiveness (``attnflow.metrics``).
-The page schemas of the four experiment pages are at the end.
+The page schemas are in ``sharpening.contracts``.
 """
 from __future__ import annotations
 
@@ -136,64 +136,3 @@ def evaluate(exp: Experiment, *, tau_attn: float = 0.5, tau_conf: float = 0.5, k
     res = {k: v.cpu().double().numpy() for k, v in res.items()}
     res["attn_relevant_each"], res["confidence_each"] = attn_rel.cpu().numpy(), conf.cpu().numpy()
     return res
-
-
-# -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------
-def _schemas():
-    from attnflow.params import Param, Schema
-
-    names = tuple(PARAMETRIZATIONS)
-    task = dict(n_classes=Param(int, 2, 50, "K classes"), n_common=Param(int, 1, 500, "M common tokens"),
-                seq_len=Param(int, 3, 256, "T, sequence length including the query"),
-                n_train=Param(int, 10, 10**6, "N training sequences per seed"),
-                n_test=Param(int, 10, 10**6, "held-out sequences per seed (metrics, DTAP)"),
-                seeds=Param(list, 0, 2**31 - 1, "data/init seeds", item=int),
-                init_scale=Param(float, 0, 100, "init std σ·√d (Gaussian, not balanced)", lo_open=True),
-                target_loss=Param(float, 0, 10, "matched training loss L*", lo_open=True),
-                attend_self=Param(bool, doc="the query attends to its own position (sets n)"),
-                device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")))
-    ratios = Param(list, 0, 1e4, "learning-rate ratios r = η_QK/η_OV", item=float, lo_open=True)
-    unit = dict(lo=0.0, hi=1.0)
-    distinct = (lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct")
-    max_steps = Param(int, 1, 10**7, "most optimizer steps per model")
-    return {
-        "four": Schema("sharpening/four_parametrizations", requires=[distinct], **task,
-                       parametrizations=Param(list, doc="parametrizations", item=str, choices=names), max_steps=max_steps,
-                       lr=Param(float, 0, 10, "GD step η = η_QK = η_OV", lo_open=True),
-                       ode_init=Param(float, 0, 10, "a₀ = b₀ of the reduced ODE", lo_open=True),
-                       record_every=Param(int, 1, 10**6, "steps between recorded points")),
-        "dtap": Schema("sharpening/dtap_heatmaps", requires=[distinct], **task,
-                       fafo_ratios=ratios, max_steps=max_steps, lr=Param(float, 0, 10, "GD step η_OV", lo_open=True),
-                       bins=Param(int, 2, 100, "DTAP bins per axis"),
-                       tau_attns=Param(list, doc="τ_a of the threshold sweep", item=float, **unit)),
-        "ratio": Schema("sharpening/ratio_sweep", **task, requires=[
-                            distinct, (lambda c: all(v > c.target_loss for v in c.checkpoint_losses),
-                                       "every checkpoint loss > target_loss"),
-                            (lambda c: c.batch_size <= c.n_train or set(c.optimizers) <= {"gd"},
-                             "batch_size ≤ n_train (minibatches are drawn from the training set)")],
-                        parametrization=Param(str, doc="parametrization", choices=names), lr_ratios=ratios,
-                        max_steps=max_steps,
-                        optimizers=Param(list, doc="optimizers", item=str, choices=("adamw", "sgd", "gd")),
-                        lr_adamw=Param(float, 0, 1, "AdamW η_OV", lo_open=True),
-                        lr_sgd=Param(float, 0, 10, "SGD η_OV", lo_open=True),
-                        lr_gd=Param(float, 0, 10, "full-batch GD η_OV", lo_open=True),
-                        momentum=Param(float, 0, 0.999, "SGD momentum μ"),
-                        weight_decay=Param(float, 0, 1, "AdamW decoupled weight decay"),
-                        checkpoint_losses=Param(list, 0, 10, "loss levels above L* also compared", item=float,
-                                                lo_open=True, min_len=0),
-                        batch_size=Param(int, 1, 10**5, "minibatch size"),
-                        eval_every=Param(int, 1, 10**4, "steps between full training-loss checks"),
-                        tau_attn=Param(float, doc="AC threshold τ_a", **unit),
-                        tau_conf=Param(float, doc="ACMC confidence threshold τ_c", **unit),
-                        k_percents=Param(list, 0, 100, "rationale sizes k% for AOPC", item=float, lo_open=True)),
-        "breaks": Schema("sharpening/where_it_breaks", **task, requires=[
-                             distinct, (lambda c: c.init_scale in c.init_scales, "init_scale is one of init_scales")],
-                         init_scales=Param(list, 0, 100, "init scales σ·√d of the grid", item=float, lo_open=True),
-                         lrs=Param(list, 0, 100, "GD steps η_OV of the grid", item=float, lo_open=True),
-                         fast_ratio=Param(float, 1, 1e4, "r of the fast-QK FAFO", lo_open=True),
-                         max_time=Param(float, 0, 1e7, "GD time budget η·steps per model", lo_open=True)),
-    }
-
-
-_S = _schemas()
-FOUR_SCHEMA, DTAP_SCHEMA, RATIO_SCHEMA, BREAKS_SCHEMA = _S["four"], _S["dtap"], _S["ratio"], _S["breaks"]

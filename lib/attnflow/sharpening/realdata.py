@@ -20,7 +20,7 @@ it deletes the token from the evidence, while the answer candidates stay all pas
 
 Parameters carry a leading model axis P: one function serves one model and a stacked sweep
 (``attnflow.sweep``). η_QK = r·η_OV on W_QK (or W_Q, W_K); η_OV on W_OV (or W_O, W_V) and on E.
-The page schemas (``SCHEMAS``) are at the end; what the three dataset pages show and check (tables,
+The page schemas are in ``sharpening.contracts``; what the three dataset pages show and check (tables,
 glued numbers, figures, claim checks) is in ``sharpening.realreport``.
 """
 from __future__ import annotations
@@ -33,11 +33,12 @@ import torch
 
 from attnflow import device as devices, metrics, seeding, sweep
 from attnflow.data import ClassificationSet, WordTokenizer
-from attnflow.params import Param, ParameterError, Schema
+from attnflow.params import ParameterError
+from attnflow.sharpening.contracts import REAL_OPTIMIZERS
 from attnflow.sharpening.model import PARAMETRIZATIONS, QK_NAMES, circuits, effective_circuits
 
 __all__ = ["RealConfig", "Output", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
-           "evaluate", "Experiment", "experiment", "TITLES", "SCHEMAS", "SQUAD_SCHEMA", "HATEXPLAIN_SCHEMA", "SVA_SCHEMA", "PAD",
+           "evaluate", "Experiment", "experiment", "TITLES", "PAD",
            "SEP", "DATASETS"]
 
 PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
@@ -199,8 +200,8 @@ def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequ
         evals: int = 10, device: str = "auto", eval_chunk: int = 256) -> RealRun:
     """Train the P = |r|·|seeds| models of one optimizer together (``attnflow.sweep.train``); models
     with the same seed start from the same weights and see the same minibatches (paired in r)."""
-    if optimizer not in ("adamw", "sgd"):
-        raise ParameterError(f"parameter 'optimizer': received {optimizer!r}; allowed: 'adamw' or 'sgd'")
+    if optimizer not in REAL_OPTIMIZERS:
+        raise ParameterError(f"parameter 'optimizer': received {optimizer!r}; allowed: one of {', '.join(REAL_OPTIMIZERS)}")
     if any(not (np.isfinite(r) and r > 0) for r in lr_ratios):
         raise ParameterError(f"parameter 'lr_ratios': received {list(lr_ratios)}; allowed: numbers > 0")
     dev = devices.resolve(device)
@@ -338,43 +339,3 @@ def experiment(ds: ClassificationSet, cfg) -> Experiment:
                         evals=1)   # training loss at the start and the end only: the pages show no curves
         res[opt] = evaluate(runs[opt], test, tau_attn=cfg.tau_attn, tau_conf=cfg.tau_conf, tau_attns=cfg.tau_attns)
     return Experiment(ds, tok, train, test, runs, res)
-
-
-# -- page parameters (DESIGN.md, principle 5): one schema per dataset page -----------------------
-def _schema(name: str) -> Schema:
-    ratios = Param(list, 0, 1e4, "learning-rate ratios r = η_QK/η_OV (1 = baseline)", item=float, lo_open=True, min_len=2)
-    return Schema(
-        f"sharpening/real_{name}",
-        requires=[(lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct"),
-                  (lambda c: 1.0 in c.lr_ratios and max(c.lr_ratios) > 1.0, "lr_ratios hold the baseline 1 and some r > 1"),
-                  (lambda c: len(set(c.optimizers)) == len(c.optimizers), "optimizers are distinct"),
-                  (lambda c: c.batch_size <= c.n_train, "batch_size ≤ n_train (a minibatch is drawn from the training subset)")],
-        source=Param(str, doc="data source: real data when reachable, hub only, or the offline stand-in",
-                     choices=("auto", "hub", "standin")),
-        n_train=Param(int, 32, 10**7, "training examples (a fixed random subset of the training split)"),
-        n_test=Param(int, 32, 10**7, "held-out examples"),
-        max_len=Param(int, 4, 1024, "tokens kept per example"),
-        vocab_size=Param(int, 16, 10**6, "V, word vocabulary fitted on the training split"),
-        d_model=Param(int, 2, 1024, "d, embedding width"),
-        d_head=Param(int, 1, 1024, "d_h, head width of the factorized circuits"),
-        parametrization=Param(str, doc="QK/OV parametrization (FAFO = a standard head)", choices=tuple(PARAMETRIZATIONS)),
-        init_scale=Param(float, 0, 10, "circuit init std × √d", lo_open=True),
-        lr_ratios=ratios,
-        optimizers=Param(list, doc="optimizers", item=str, choices=("adamw", "sgd"), max_len=2),
-        lr_adamw=Param(float, 0, 1, "AdamW η_OV (η_QK = r·η_OV)", lo_open=True),
-        lr_sgd=Param(float, 0, 10, "SGD η_OV (η_QK = r·η_OV)", lo_open=True),
-        momentum=Param(float, 0, 0.999, "SGD momentum μ"),
-        weight_decay=Param(float, 0, 1, "AdamW decoupled weight decay"),
-        epochs_adamw=Param(float, 0, 1000, "AdamW passes over the training subset", lo_open=True),
-        epochs_sgd=Param(float, 0, 1000, "SGD passes over the training subset", lo_open=True),
-        batch_size=Param(int, 1, 10**5, "minibatch size"),
-        seeds=Param(list, 0, 2**31 - 1, "init seeds (paired across r)", item=int),
-        tau_attn=Param(float, 0, 1, "AC threshold τ_a"),
-        tau_conf=Param(float, 0, 1, "ACMC confidence threshold τ_c"),
-        tau_attns=Param(list, 0, 1, "τ_a of the threshold sweep", item=float),
-        device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
-    )
-
-
-SCHEMAS = {name: _schema(name) for name in DATASETS}
-SQUAD_SCHEMA, HATEXPLAIN_SCHEMA, SVA_SCHEMA = SCHEMAS["squad"], SCHEMAS["hatexplain"], SCHEMAS["sva"]

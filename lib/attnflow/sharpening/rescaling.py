@@ -21,9 +21,7 @@ import torch
 from attnflow import flow
 from attnflow.params import ParameterError
 
-__all__ = ["SCHEMA", "PointerTask", "balanced_factors", "lemma_rate", "psd_sqrt", "compare_flows", "scalar_flows"]
-
-from attnflow.sharpening.schemas import LEMMA1_RESCALING as SCHEMA  # noqa: E402  (the page schema, kept here for old imports)
+__all__ = ["PointerTask", "balanced_factors", "lemma_rate", "psd_sqrt", "compare_flows", "scalar_flows"]
 
 
 @dataclass

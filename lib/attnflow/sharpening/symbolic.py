@@ -11,6 +11,8 @@ from functools import lru_cache
 
 import sympy as sp
 
+from attnflow.sharpening.model import PARAMETRIZATIONS as _MODEL_PARAMETRIZATIONS
+
 # ---------------------------------------------------------------------------------------------
 # Lemma 1 — factorization = state-dependent learning-rate rescaling (claim A2)
 # [paper] claim; proof [prior work]: Arora, Cohen & Hazan (2018); Du, Hu & Lee (2018).
@@ -101,7 +103,7 @@ def is_zero(expr) -> bool:
 # [reconstruction] (spec §5.2, §6). Pages: sharpening/scalar_reduction.
 # ---------------------------------------------------------------------------------------------
 
-PARAMETRIZATIONS = ("CACO", "CAFO", "FACO", "FAFO")
+PARAMETRIZATIONS = tuple(_MODEL_PARAMETRIZATIONS)   # the names of sharpening.model, in its order
 
 
 def reduced_symbols():

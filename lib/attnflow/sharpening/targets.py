@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["ReducedRow", "REDUCED_CONFIG", "REDUCED", "P_ATOL", "DRIFT_MAX", "ORDER_R1", "FULL_CONFIG",
-           "FULL_MASS", "FULL_MASS_SECOND", "FULL_MASS_SEEDS", "FULL_ACCURACY", "SQUAD_AC", "half_unit", "is_reduced_config",
+           "FULL_MASS", "FULL_MASS_SECOND", "FULL_MASS_SEEDS", "FULL_ACCURACY", "STALL", "SQUAD_AC", "half_unit", "is_reduced_config",
            "is_full_config"]
 
 
@@ -65,6 +65,8 @@ FULL_MASS_SECOND = {("FACO", 1.0): (0.990, 0.991), ("FAFO", 1.0): (0.79, 0.88), 
                     ("CAFO", 1.0): (0.53, 0.55), ("FAFO", 10.0): (0.998, 0.998)}   # second implementation, 3 seeds
 FULL_MASS_SEEDS = {("FAFO", 1.0): (0.79, 0.88, 0.82)}   # §8.2 second implementation: FAFO per seed (3 seeds)
 FULL_ACCURACY = 1.00                           # §8.2: training accuracy of every model at that point
+# §8.2: with init std 1.0/√d, GD step 0.1 and N = 2000 training sequences, FAFO ×10 stalled at 0.80 (2 decimals)
+STALL = dict(init_scale=1.0, lr=0.1, n_train=2000, mass=0.80)
 
 SQUAD_AC = (0.12, 0.43)                        # §10 A9 [paper]: SQuAD AC at r = 1 and with faster QK
 

@@ -18,11 +18,13 @@ from typing import Sequence
 import numpy as np
 
 from attnflow.report import PageReport
+from attnflow.sharpening import targets
+from attnflow.sharpening.model import PARAMETRIZATIONS
 from attnflow.sharpening.reports.seedcheck import every_seed
 
 __all__ = ["Model", "DtapHeatmaps", "summarize", "measure", "NAMES", "tv_distance", "separating_threshold"]
 
-NAMES = ("CACO", "CAFO", "FACO", "FAFO")
+NAMES = tuple(PARAMETRIZATIONS)
 
 
 def tv_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -78,7 +80,7 @@ class DtapHeatmaps(PageReport):
 
     @property
     def spec_task(self) -> bool:
-        return (self.K, self.M, self.T) == (5, 20, 12)
+        return targets.is_full_config(n_classes=self.K, n_common=self.M, seq_len=self.T)
 
     def model(self, name: str, r: float = 1.0) -> Model:
         return self.models[(name, float(r))]
@@ -184,7 +186,6 @@ class DtapHeatmaps(PageReport):
 
     def check_claims(self) -> None:
         from attnflow import claims, stats
-        from attnflow.sharpening import targets
 
         seeds = stats.enough_seeds(self.n_seeds)
         several = ("at least two ratios r", len(self.ratios) >= 2, f"r = {self.ratios}")
@@ -227,7 +228,6 @@ def summarize(cfg, task, specs, attn_each: np.ndarray, conf_each: np.ndarray, ma
     import torch
 
     from attnflow import metrics
-    from attnflow.sharpening import targets
 
     ratios = sorted(set(cfg.fafo_ratios) | {1.0})
     taus = list(cfg.tau_attns)

@@ -40,7 +40,7 @@ __all__ = ["GrowthRatesReport", "growth_rates_report", "INFORMATIVE_TOL", "A13_T
 INFORMATIVE_TOL = 0.1      # a slope tolerance above this says nothing about the law
 A5_REL_MAX = 0.5           # relative tolerance of the odds slope above which it says nothing
 P_SATURATED = 0.9          # p at the window start for the saturated-softmax laws
-A13_T = 1e5                # the spec's time of odds/log² t
+A13_T = targets.REDUCED_CONFIG["horizon"]   # the spec's time of odds/log² t (10⁵)
 A13_DIGITS = 3             # printed decimals of the spec's odds/log² t
 A13_RTOL_MAX = 1e-8        # solver tolerance for which the solver's error is far below half a unit
 
@@ -241,7 +241,7 @@ def odds_exponent(run, fit_from: float) -> float:
 
 
 def growth_rates_report(cfg) -> GrowthRatesReport:
-    """Measure Theorem 4 for the page parameters ``cfg`` (``schemas.GROWTH_RATES``)."""
+    """Measure Theorem 4 for the page parameters ``cfg`` (``contracts.GROWTH_RATES``)."""
     g = symbolic.growth_laws()
     marks = sorted({cfg.fit_from, cfg.horizon} | ({A13_T} if A13_T <= cfg.horizon else set()))   # 1e5 stored for A13
     runs = {(name, r): solve(ReducedSystem(name, r, cfg.n_compete, cfg.n_classes), cfg.horizon, a0=cfg.a0, b0=cfg.b0,

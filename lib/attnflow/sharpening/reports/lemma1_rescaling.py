@@ -128,7 +128,7 @@ class Lemma1Report(PageReport):
 
 
 def lemma1_report(cfg) -> Lemma1Report:
-    """Measure Lemma 1 for the page parameters ``cfg`` (``schemas.LEMMA1_RESCALING``)."""
+    """Measure Lemma 1 for the page parameters ``cfg`` (``contracts.LEMMA1_RESCALING``)."""
     scalar = symbolic.lemma1_scalar()
     matrix = symbolic.lemma1_matrix(d=2, d_h=2)
     n_nonzero = sum(int(not symbolic.is_zero(e)) for e in

@@ -189,7 +189,7 @@ def potential_scale(run) -> float:
 
 
 def line_theorem_report(cfg) -> LineTheoremReport:
-    """Measure Theorem 3 for the page parameters ``cfg`` (``schemas.LINE_THEOREM``)."""
+    """Measure Theorem 3 for the page parameters ``cfg`` (``contracts.LINE_THEOREM``)."""
     invariants = {name: symbolic.line_invariant(name) for name in symbolic.PARAMETRIZATIONS}
     unbalanced = symbolic.line_invariant("FAFO", imbalance_ov=True)
     n_nonzero = sum(int(not symbolic.is_zero(li.derivative)) for li in [*invariants.values(), unbalanced])

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow.report import PageReport
+from attnflow.sharpening import contracts
 from attnflow.sharpening.reports.seedcheck import every_seed
 
 __all__ = ["Level", "RatioSweep", "measure", "settings", "METRICS", "AC_MARGIN", "OPTIMIZER_NAMES"]
@@ -24,7 +25,7 @@ METRICS = (("attn_relevant", "attention mass on distinct token"), ("ac", r"AC($\
            ("acmc", r"ACMC($\tau_a,\tau_c$)"), ("sufficiency", "sufficiency ↓ (AOPC)"),
            ("comprehensiveness", "comprehensiveness ↑ (AOPC)"), ("accuracy", "test accuracy"))
 AC_MARGIN = 0.02            # AC(1) must leave this much room below 1 for a rise of AC to be measurable
-OPTIMIZER_NAMES = ("adamw", "sgd", "gd")
+OPTIMIZER_NAMES = contracts.SYNTHETIC_OPTIMIZERS   # table order of the optimizers
 
 
 @dataclass

@@ -22,7 +22,7 @@ import sympy as sp
 
 from attnflow import claims, device
 from attnflow.report import PageReport
-from attnflow.sharpening import data, reduction, symbolic
+from attnflow.sharpening import data, reduction, symbolic, targets
 
 __all__ = ["ScalarReductionReport", "scalar_reduction_report", "TRAJ_FACTOR", "TRAJ_TOL_MAX", "MANIFOLD_TOL",
            "SYMBOLIC_INSTANCE"]
@@ -129,10 +129,10 @@ def reduced_loss_gradients():
 
 
 def scalar_reduction_report(cfg) -> ScalarReductionReport:
-    """Measure Proposition 2 for the page parameters ``cfg`` (``schemas.SCALAR_REDUCTION``)."""
+    """Measure Proposition 2 for the page parameters ``cfg`` (``contracts.SCALAR_REDUCTION``)."""
     task = data.Task(n_classes=cfg.n_classes, n_common=cfg.n_common, seq_len=cfg.n_compete + 2)
     const = reduction.constants(task)
-    spec_const = reduction.constants(data.Task(n_classes=5, n_common=20, seq_len=12))   # the spec's generator
+    spec_const = reduction.constants(data.Task(**{k: targets.FULL_CONFIG[k] for k in ("n_classes", "n_common", "seq_len")}))   # the spec's generator
     rg, fm, fr, n_red, n_full = symbolic_reduction()
     emb_seed = cfg.seed if cfg.embedding == "random" else None
     with device.single_threaded():

@@ -251,7 +251,7 @@ class MechanismReport(PageReport):
                      what="reduced: (1 − p(1e5)) of FAFO at r=10 over that of FACO at r=1",
                      tolerance="both printed 0.9992 in §8.1: 1 − p ∈ [7.5e-4, 8.5e-4]")
         claims.check("A14", self.one_minus_p_fafo10, SPEC_ONE_MINUS_P, atol=targets.half_unit(4), domain=a14,
-                     what="reduced: 1 − p(1e5) of FAFO at r=10 (spec p = 0.9992)")
+                     what=f"reduced: 1 − p(1e5) of FAFO at r=10 (spec p = {targets.REDUCED[(10.0, 'FAFO')].p_end:.4f})")
         samp = self.sampled_domain()
         diff = self.sampled_values(("FAFO", 10.0)) - self.sampled_values(("FACO", 1.0))
         claims.check_mean("A14", diff, above=0.0, domain=samp, source="paper + reconstruction",
@@ -275,7 +275,7 @@ def matched_margin(cfg) -> tuple[Any, float, int]:
 
 
 def mechanism_report(cfg) -> MechanismReport:
-    """Measure Corollary 5 for the page parameters ``cfg`` (``schemas.SHARPENING_MECHANISM``)."""
+    """Measure Corollary 5 for the page parameters ``cfg`` (``contracts.SHARPENING_MECHANISM``)."""
     ml, u_star, n_nonzero = matched_margin(cfg)
     r1 = cfg.lr_ratios[0]
     with device.single_threaded():

@@ -17,17 +17,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow.report import PageReport
+from attnflow.sharpening import targets
+from attnflow.sharpening.model import PARAMETRIZATIONS
 
 __all__ = ["Cell", "WhereItBreaks", "summarize", "measure", "CRITERIA", "NAMES", "STALL_STEP", "STALL_SCALE",
            "STALL_N", "STALL_ATOL"]
 
-NAMES = ("CACO", "CAFO", "FACO", "FAFO")
+NAMES = tuple(PARAMETRIZATIONS)
 CRITERIA = {"L": "all reach L*", "M": "all stop within 5% of L*", "F": "FACO sharpest", "C": "CAFO least sharp",
             "A": "fast-QK FAFO > FAFO", "R": "fast-QK FAFO ≥ FACO"}
-STALL_SCALE = 1.0          # spec §8.2: with init std 1.0/√d FAFO ×10 stalled at 0.80
-STALL_STEP = 0.1           # ... with the spec's GD step 0.1
-STALL_N = 2000             # ... and N = 2000 training sequences
-STALL_MASS = 0.80
+STALL_SCALE = targets.STALL["init_scale"]   # spec §8.2: with init std 1.0/√d FAFO ×10 stalled at 0.80
+STALL_STEP = targets.STALL["lr"]            # ... with the spec's GD step 0.1
+STALL_N = targets.STALL["n_train"]          # ... and N = 2000 training sequences
+STALL_MASS = targets.STALL["mass"]
 STALL_ATOL = 0.03          # the stalled value counts training sequences committed to a common token
 
 
