@@ -9,7 +9,8 @@ table and a three-panel figure), serves it on 127.0.0.1 and renders each page in
 is absent. A script injected at the top of every served page records console errors, failed
 resource loads and uncaught exceptions, waits for MathJax, and measures the layout; Chromium's
 ``--dump-dom`` hands the result back. ``ATTNFLOW_BROWSER_SITE=_build/html`` checks a built book
-instead of the mini-book (every page, or those in ``ATTNFLOW_BROWSER_PAGES``, comma-separated).
+instead of the mini-book (every page, or those in ``ATTNFLOW_BROWSER_PAGES``, comma-separated);
+``ATTNFLOW_BROWSER_JOBS`` Chromiums run at once (default: half the cores, at most 4).
 """
 from __future__ import annotations
 
@@ -261,6 +262,10 @@ DEMO_PAGE = r'''# %% [markdown]
 # and inline math $\operatorname{tr}(W_QW_K^\top)$.
 # ```
 #
+# Inline math longer than a phone's line breaks like text:
+# $\dot\zeta=M_\perp\beta,\qquad\dot\beta=M_\perp^\top\zeta,\qquad M_\perp=A^\top\Pi\,(P-\hat P)+\big(\Psi(b_{\text{end}})-\Psi(b_0)\big)/\big(\Phi(a_{\text{end}})-\Phi(a_0)\big)$,
+# and the text goes on after it.
+#
 # A wide matrix outside a box:
 #
 # $$
@@ -350,12 +355,24 @@ PROBE = r"""<script>
     }
     return null;
   }
+  // Inside MathJax's assistive MathML (the copy a screen reader reads): not seen only when that
+  // copy is genuinely invisible, a box of at most 1 px that hides its overflow, inside the
+  // column. MathJax's own style (clipped, but as wide as the formula) does not count as hidden:
+  // its box still widens the page, which then pans sideways into blank space.
+  function hidden(el, stop, right) {
+    var a = el.closest('mjx-assistive-mml');
+    if (!a || !stop.contains(a) || a === el) return false;
+    var s = getComputedStyle(a), r = a.getBoundingClientRect();
+    return (s.overflowX === 'hidden' || s.overflowX === 'clip') && (s.overflowY === 'hidden' || s.overflowY === 'clip')
+      && r.width <= 1.5 && r.height <= 1.5 && r.right <= right;
+  }
   function measure() {
     var col = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
     var right = col.getBoundingClientRect().right + 1, wide = [], outs = [];
     col.querySelectorAll('*').forEach(function (el) {
       var r = el.getBoundingClientRect();
       if (!r.width || r.right <= right) return;
+      if (hidden(el, col, right)) return;
       var box = scrolls(el, col);
       if (box && box.getBoundingClientRect().right <= right) return;   // scrolls inside a box that fits
       wide.push(label(el) + ' ' + Math.round(r.width) + 'px');
@@ -379,10 +396,14 @@ PROBE = r"""<script>
       .map(function (el) { return el.textContent; }).join('\n');
     var nav = Array.prototype.map.call(document.querySelectorAll('nav, .bd-toc, .prev-next-area'),
       function (el) { return el.innerText; }).join('\n');
+    var doc = document.scrollingElement || document.documentElement;
     R.result = {
       column: Math.round(col.getBoundingClientRect().width),
+      page_pan: Math.max(0, doc.scrollWidth - doc.clientWidth),   // how far the page itself scrolls sideways
       wide: wide.slice(0, 20), n_wide: wide.length, unwrapped_outputs: outs, clipped_math: clipped.slice(0, 20),
       mjx: document.querySelectorAll('mjx-container').length,
+      inline_broken: Array.prototype.filter.call(col.querySelectorAll('mjx-container:not([display="true"]) > mjx-math'),
+        function (el) { return el.getClientRects().length > 1; }).length,   // inline formulas laid over 2+ lines
       mjx_errors: document.querySelectorAll('mjx-merror').length,
       raw_roles: (text.match(/\{(glue|prf|cite|numref|ref|eq)[:}][^\n]{0,40}/g) || []),
       raw_tex: (prose.match(/\\\(|\\\[|\$\$/g) || []).length,
@@ -451,14 +472,17 @@ def chromium() -> str | None:
 
 def render(exe: str, base: str, page: str, width: int) -> dict:
     """Load ``page`` of the site at ``base`` with a ``width`` px viewport in headless Chromium;
-    the probe's measurements."""
+    the probe's measurements. Each run has its own profile folder, so runs can go in parallel."""
+    import tempfile
+
     window = max(width, 1280)
     url = base + (page if width >= 500 else f"__frame/{width}/{page}")
     for attempt in range(2):                    # one retry: a loaded machine may drop a page load
-        run = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                              "--no-first-run", "--disable-extensions", f"--window-size={window},900",
-                              "--virtual-time-budget=20000", "--dump-dom", url],
-                             capture_output=True, text=True, timeout=180)
+        with tempfile.TemporaryDirectory(prefix="attnflow-chromium-") as profile:
+            run = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                  "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
+                                  f"--window-size={window},900", "--virtual-time-budget=20000", "--dump-dom", url],
+                                 capture_output=True, text=True, timeout=180)
         m = re.search(r'<pre id="attnflow-probe">(.*?)</pre>', run.stdout, re.S)
         if m:
             break
@@ -488,9 +512,13 @@ def site(tmp_path_factory):
     results = {}
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}/"
-        for page in pages:
-            for width in WIDTHS:
-                results[page, width] = render(exe, base, page, width)
+        from concurrent.futures import ThreadPoolExecutor
+
+        jobs = int(os.environ.get("ATTNFLOW_BROWSER_JOBS") or min(4, max(1, (os.cpu_count() or 2) // 2)))
+        todo = [(page, width) for page in pages for width in WIDTHS]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:      # one Chromium per (page, width)
+            for key, res in zip(todo, pool.map(lambda pw: render(exe, base, *pw), todo)):
+                results[key] = res
     finally:
         server.shutdown()
         server.server_close()
@@ -508,6 +536,13 @@ def test_no_console_errors(site):
 
 def test_nothing_wider_than_its_column(site):
     bad = {f"{p} @{w}px (column {r['column']}px)": r["wide"] for (p, w), r in _each(site) if r["n_wide"]}
+    assert not bad, bad
+
+
+def test_page_never_pans_sideways(site):
+    """What a reader sees: the page itself has no horizontal scroll (a formula, a table or an
+    invisible box sticking out would let a phone pan into blank space)."""
+    bad = {f"{p} @{w}px": f"{r['page_pan']}px" for (p, w), r in _each(site) if r["page_pan"] > 1}
     assert not bad, bad
 
 
@@ -536,6 +571,7 @@ def test_minibook_statement_numbers_and_glue(site):
     r = site["results"]["book/demo/page.html", 1280]
     assert r["statements"] == ["Theorem 3 (Move along a line)", "Proposition (An unnumbered statement)"]
     assert "θ_c¹" in r["title"] and "\\" not in r["title"]
+    assert site["results"]["book/demo/page.html", 390]["inline_broken"] >= 1     # the long inline formula wraps
     page = (site["html"] / "book" / "demo" / "page.html").read_text(encoding="utf-8")
     assert ">Theorem 3<" in page and ">Proposition (An unnumbered statement)<" in page
     assert "-0.0000" not in page and "-0.2500" in page
