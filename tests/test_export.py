@@ -200,7 +200,7 @@ def test_sphinx_download_writes_notebooks_and_buttons(tmp_path):
     src.with_name("page.glue.json").write_text(json.dumps({"v": {"data": {"text/plain": "0.25"}}}))
     app = SimpleNamespace(outdir=str(outdir), srcdir=str(ROOT), builder=SimpleNamespace(format="html"),
                           config=SimpleNamespace(attnflow_download_base_url=None, attnflow_download_install=None,
-                                                 bibtex_bibfiles=["book/references.bib"]))
+                                                 attnflow_colab_github=None, bibtex_bibfiles=["book/references.bib"]))
     theme = [{"type": "link", "label": "download-notebook-button"}, {"type": "link", "label": "download-source-button"}]
     context = {"pathto": lambda p, flag=0: "../../" + p,
                "header_buttons": [{"type": "group", "label": "download-buttons", "buttons": list(theme)}]}
@@ -218,6 +218,33 @@ def test_sphinx_download_writes_notebooks_and_buttons(tmp_path):
     context2 = {"pathto": context["pathto"], "header_buttons": [{"label": "download-buttons", "buttons": list(theme)}]}
     sphinx_download._add_downloads(app, "book/intro", "page.html", context2, doctree=object())
     assert context2["header_buttons"][0]["buttons"] == theme
+    # with the published repository configured, an "open in Colab" entry for the exported notebook
+    app.config.attnflow_colab_github = "someone/attnflow-site/gh-pages"
+    context3 = {"pathto": context["pathto"], "header_buttons": [{"label": "download-buttons", "buttons": list(theme)}]}
+    sphinx_download._add_downloads(app, "book/ch/page", "page.html", context3, doctree=object())
+    colab = [b for b in context3["header_buttons"][0]["buttons"] if b["label"] == "colab-notebook-button"]
+    assert [b["url"] for b in colab] == [
+        "https://colab.research.google.com/github/someone/attnflow-site/blob/gh-pages/_notebooks/book/ch/page.ipynb"]
+
+
+@pytest.mark.parametrize("value", ["https://github.com/someone/attnflow", "someone/attnflow", "a b/c/d"])
+def test_colab_setting_must_name_repository_and_branch(value):
+    from types import SimpleNamespace
+
+    from attnflow import sphinx_download
+
+    with pytest.raises(ValueError, match="attnflow_colab_github must be OWNER/REPO/BRANCH"):
+        sphinx_download._check_config(None, SimpleNamespace(attnflow_colab_github=value))
+
+
+def test_setup_cell_is_valid_ipython_and_says_what_to_do():
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    src = export.install_cell_source(version="9.9.9")
+    compile(TransformerManager().transform_cell(src), "setup-cell", "exec")
+    assert '%pip install -q --find-links . "attnflow==9.9.9"' in src          # a wheel next to the notebook first
+    assert "attnflow==9.9.9 could not be installed: put its wheel" in src
+    assert src.index("import attnflow") < src.index("%pip")                     # inside the repository: no install
 
 
 def test_attnflow_export_command_from_an_executed_notebook(tmp_path, capsys):

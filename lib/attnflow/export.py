@@ -519,21 +519,31 @@ def myst_leftovers(text: str) -> list[str]:
 
 # --------------------------------------------------------------------------- notebook
 def install_cell_source(version: str | None = None, spec: str | None = None) -> str:
-    """The set-up cell: the installed package, else ``%pip install`` of the book's version."""
+    """The set-up cell: the installed package, else ``%pip install`` of the book's version.
+
+    ``--find-links .`` lets pip take a wheel lying next to the notebook (``make wheel``; on
+    Colab: uploaded into the session's folder) before asking the index, so a course can hand
+    out notebook + wheel without a package index; when neither has it the cell stops with an
+    error that says so (not a later ``ModuleNotFoundError`` in the middle of the page)."""
     if spec is None:
         from attnflow import __version__ as v
 
         spec = f"attnflow=={version or v}"
     return "\n".join([
         "# Set-up for running this notebook outside the attnflow repository (Colab, a course folder):",
-        "# installs the package at the book's version; it carries the pages' stand-in data.",
+        "# installs the package at the book's version (a wheel next to this notebook first, else the",
+        "# package index); the package carries the pages' stand-in data.",
         "try:",
         "    import attnflow",
         "except ImportError:",
-        f"    %pip install -q \"{spec}\"",
+        f"    %pip install -q --find-links . \"{spec}\"",
         "    import importlib",
         "    importlib.invalidate_caches()",
-        "    import attnflow",
+        "    try:",
+        "        import attnflow",
+        "    except ImportError:",
+        f"        raise ImportError({spec + ' could not be installed: put its wheel (make wheel in the repository)'!r}",
+        "                          \" next to this notebook (on Colab: Files, Upload) and run this cell again\") from None",
         "from attnflow import resources",
         "resources.activate()   # stand-in data and caches found from any folder",
     ])

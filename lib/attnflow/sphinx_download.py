@@ -11,11 +11,18 @@ pages, which Jupyter and Colab do not open as a notebook).
 
 Config: ``attnflow_download_base_url`` (the published book, for links in the notebooks; default
 none: cross-references become plain text), ``attnflow_download_install`` (what the set-up cell
-installs; default ``attnflow==<version>``). An export problem (a glued name without a value,
-MyST left in the prose) is a warning of type ``attnflow.export`` (fails a ``-W`` build).
+installs; default ``attnflow==<version>``; with a Colab entry, point it at the published wheel),
+``attnflow_colab_github`` (``OWNER/REPO/BRANCH``: the GitHub repository and branch the built site
+is published from, e.g. a ``gh-pages`` branch; each page then also gets an "open in Colab" entry,
+``https://colab.research.google.com/github/OWNER/REPO/blob/BRANCH/_notebooks/<doc>.ipynb``).
+Default none: no Colab entry, since there is no address to point at. jupyter-book's own
+Colab/Binder launch buttons cannot serve these pages: they open the page source, a jupytext
+``.py`` that Colab does not read as a notebook. An export problem (a glued name without a
+value, MyST left in the prose) is a warning of type ``attnflow.export`` (fails a ``-W`` build).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sphinx.util import logging
@@ -81,6 +88,19 @@ _LABELS = {
     "student": ("exercises (student)", "Student notebook: exercise solutions replaced by stubs", "fas fa-pencil-alt"),
     "solution": ("exercises (solution)", "Solution notebook, with nbgrader metadata", "fas fa-check"),
 }
+COLAB = "https://colab.research.google.com/github/"
+_GITHUB_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+$")
+
+
+def colab_url(github: str, notebook: str) -> str:
+    """The Colab address of ``notebook`` (a path under the published site, ``_notebooks/…``) for
+    a site published in GitHub repository/branch ``github`` (``OWNER/REPO/BRANCH``)."""
+    github = github.strip().strip("/")
+    if not _GITHUB_RE.match(github):
+        raise ValueError(f"attnflow_colab_github must be OWNER/REPO/BRANCH (the repository and branch the built "
+                         f"site is published from), got {github!r}")
+    owner, repo, branch = github.split("/", 2)
+    return f"{COLAB}{owner}/{repo}/blob/{branch}/{notebook.lstrip('/')}"
 
 
 def _add_downloads(app, pagename, templatename, context, doctree) -> None:
@@ -101,6 +121,12 @@ def _add_downloads(app, pagename, templatename, context, doctree) -> None:
         rel = path.relative_to(Path(app.outdir)).as_posix()
         buttons.append({"type": "link", "url": pathto(rel, 1), "text": text, "tooltip": tooltip, "icon": icon,
                         "label": f"download-{variant}-button"})
+    github = app.config.attnflow_colab_github
+    if github:
+        rel = files["ipynb"].relative_to(Path(app.outdir)).as_posix()
+        buttons.append({"type": "link", "url": colab_url(github, rel), "text": "open in Colab",
+                        "tooltip": "Open the executed notebook in Google Colab", "icon": "fas fa-rocket",
+                        "label": "colab-notebook-button"})
     for group in context.get("header_buttons", []):
         if group.get("label") == "download-buttons":
             kept = [b for b in group["buttons"] if b.get("label") != "download-notebook-button"]
@@ -108,8 +134,15 @@ def _add_downloads(app, pagename, templatename, context, doctree) -> None:
             return
 
 
+def _check_config(app, config) -> None:
+    if config.attnflow_colab_github:
+        colab_url(config.attnflow_colab_github, "x.ipynb")     # a malformed value stops the build, named
+
+
 def setup(app):
     app.add_config_value("attnflow_download_base_url", None, "html")
     app.add_config_value("attnflow_download_install", None, "html")
+    app.add_config_value("attnflow_colab_github", None, "html")
+    app.connect("config-inited", _check_config)
     app.connect("html-page-context", _add_downloads, priority=510)   # after sphinx-book-theme's buttons (501)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
