@@ -26,13 +26,19 @@ from torch import nn
 
 from attnflow.params import ParameterError
 
-__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "circuits", "effective_circuits",
+__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "circuits", "parameter_names", "effective_circuits", "QK_NAMES", "OV_NAMES",
            "orthogonal_embedding"]
 
 # name -> (factorized QK, factorized OV)
 PARAMETRIZATIONS = {"CACO": (False, False), "CAFO": (False, True), "FACO": (True, False), "FAFO": (True, True)}
 QK_NAMES = {False: ("W_qk",), True: ("W_q", "W_k")}
 OV_NAMES = {False: ("W_ov",), True: ("W_o", "W_v")}
+
+
+def parameter_names(parametrization: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(QK names, OV names) of a parametrization's parameters, e.g. FACO -> (("W_q", "W_k"), ("W_ov",))."""
+    fqk, fov = circuits(parametrization)
+    return QK_NAMES[fqk], OV_NAMES[fov]
 
 
 def circuits(parametrization: str) -> tuple[bool, bool]:
@@ -91,9 +97,13 @@ class ModelConfig:
 
 
 class Output(NamedTuple):
-    logits: torch.Tensor   # (B, K)
-    attn: torch.Tensor     # (B, T) attention probabilities of the last position (0 on masked)
-    scores: torch.Tensor   # (B, T) attention scores (−inf on masked positions)
+    """What every sharpening attention forward returns (this model, ``stack.ModelStack`` and
+    ``realdata.forward``): shapes carry the caller's leading axes ``...`` — none for one
+    ``SelfAttention``, the model axis P for a stack or a real-data sweep."""
+
+    logits: torch.Tensor   # (..., B, K); (..., B, T) for a span pointer (−inf off the passage)
+    attn: torch.Tensor     # (..., B, T) attention probabilities of the query (0 on masked / deleted keys)
+    scores: torch.Tensor   # (..., B, T) attention scores (−inf on masked / deleted keys)
 
 
 class SelfAttention(nn.Module):

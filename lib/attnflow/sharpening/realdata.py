@@ -26,7 +26,7 @@ glued numbers, figures, claim checks) is in ``sharpening.realreport``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -35,9 +35,9 @@ from attnflow import device as devices, metrics, seeding, sweep
 from attnflow.data import ClassificationSet, WordTokenizer
 from attnflow.params import ParameterError
 from attnflow.sharpening.contracts import REAL_OPTIMIZERS
-from attnflow.sharpening.model import PARAMETRIZATIONS, QK_NAMES, circuits, effective_circuits
+from attnflow.sharpening.model import QK_NAMES, Output, circuits, effective_circuits, parameter_names
 
-__all__ = ["RealConfig", "Output", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
+__all__ = ["RealConfig", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
            "evaluate", "Experiment", "experiment", "TITLES", "PAD",
            "SEP", "DATASETS"]
 
@@ -77,16 +77,11 @@ class RealConfig:
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         fqk, fov = circuits(self.parametrization)
+        qk_names, ov_names = parameter_names(self.parametrization)
         d, h, K = self.d_model, self.d_head, self.out_rows
-        qk = {"W_q": (d, h), "W_k": (d, h)} if fqk else {"W_qk": (d, d)}
-        ov = {"W_o": (K, h), "W_v": (h, d)} if fov else {"W_ov": (K, d)}
+        qk = dict(zip(qk_names, [(d, h), (d, h)] if fqk else [(d, d)]))
+        ov = dict(zip(ov_names, [(K, h), (h, d)] if fov else [(K, d)]))
         return {"emb": (self.vocab_size, d), **qk, **ov}
-
-
-class Output(NamedTuple):
-    logits: torch.Tensor   # (P, B, K) or (P, B, T) for spans (−inf off the passage)
-    attn: torch.Tensor     # (P, B, T), 0 at query, pad and deleted positions
-    scores: torch.Tensor   # (P, B, T), −inf at those positions
 
 
 @dataclass
@@ -135,11 +130,6 @@ def init_params(cfg: RealConfig, seed: int, dtype=torch.float32) -> dict[str, to
     return out
 
 
-def effective(params: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """W_QK (P, d, d) and W_OV (P, K, d): W_Q W_Kᵀ and W_O W_V when factorized (``model.effective_circuits``)."""
-    return effective_circuits(params)
-
-
 def forward(params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConfig,
             keep_mask: torch.Tensor | None = None) -> Output:
     """All P models on the same batch ids (B, T) (module docstring); ``keep_mask`` (B, T) or
@@ -152,7 +142,7 @@ def forward(params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConf
     keys = passage if keep_mask is None else passage & keep_mask               # (B, T) or (P, B, T)
     qf = query.to(x.dtype)[None, :, :, None]                                   # (1, B, T, 1)
     q = (x * qf).sum(-2) / qf.sum(-2)                                          # (P, B, d)
-    W_qk, W_ov = effective(params)                                             # (P, d, d), (P, K, d)
+    W_qk, W_ov = effective_circuits(params)                                    # (P, d, d), (P, K, d)
     key_dir = q @ W_qk                                                         # (P, B, d): q_bᵀ W_QK
     scores = cfg.score_scale * (x * key_dir[:, :, None, :]).sum(-1)            # (P, B, T)
     scores = scores.masked_fill(~keys, float("-inf"))
@@ -166,7 +156,7 @@ def forward(params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConf
 
 def groups(names: Sequence[str]) -> dict[str, str]:
     """Circuit of each parameter name: "qk" (η_QK = r·η_OV) or "ov" (η_OV; the embedding too)."""
-    qk = set(QK_NAMES[True] + QK_NAMES[False])
+    qk = {n for names in QK_NAMES.values() for n in names}
     return {n: "qk" if n in qk else "ov" for n in names}
 
 

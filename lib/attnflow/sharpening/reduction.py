@@ -29,7 +29,7 @@ import torch
 
 from attnflow.params import ParameterError
 from attnflow.sharpening.data import Task
-from attnflow.sharpening.model import SelfAttention
+from attnflow.sharpening.model import SelfAttention, effective_circuits
 
 __all__ = ["Constants", "constants", "reduced_rates", "init_on_manifold", "coordinates", "Comparison",
            "compare_with_reduced", "DiscreteRun", "gd_on_manifold", "curvature_on_manifold"]
@@ -133,11 +133,7 @@ def coordinates(model: SelfAttention, task: Task, theta: dict[str, torch.Tensor]
     """
     theta = model.state() if theta is None else theta
     emb = model.emb.to(torch.float64)                                     # (V, d)
-    if model.factorized_qk:
-        W_qk = theta["W_q"] @ theta["W_k"].transpose(-1, -2)              # (..., d, d)
-    else:
-        W_qk = theta["W_qk"]
-    W_ov = theta["W_o"] @ theta["W_v"] if model.factorized_ov else theta["W_ov"]   # (..., K, d)
+    W_qk, W_ov = effective_circuits(theta)                                # (..., d, d), (..., K, d)
     W_qk, W_ov = W_qk.to(torch.float64), W_ov.to(torch.float64)
     w = emb[task.query_id] @ W_qk @ emb.T                                 # (..., V) scores of each token
     W_tok = W_ov @ emb.T                                                  # (..., K, V) logit of each token

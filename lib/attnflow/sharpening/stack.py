@@ -20,7 +20,7 @@ parameter sets (one vmap each), and vmapping the per-sample contractions of the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -28,9 +28,9 @@ import torch
 from attnflow import device as devices, metrics, seeding, sweep
 from attnflow.params import ParameterError
 from attnflow.sharpening import data, reduction
-from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, SelfAttention, circuits, effective_circuits
+from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, Output, SelfAttention, circuits, effective_circuits
 
-__all__ = ["ModelSpec", "ModelStack", "Bags", "Output", "INIT_SEED_OFFSET", "INITS"]
+__all__ = ["ModelSpec", "ModelStack", "Bags", "INIT_SEED_OFFSET", "INITS"]
 
 INIT_SEED_OFFSET = 1_000_003   # init generator seed = data seed + offset (independent streams)
 INITS = ("gaussian", "manifold")
@@ -64,12 +64,6 @@ class ModelSpec:
     def label(self) -> str:
         init = f"σ={self.init_scale:g}/√d" if self.init == "gaussian" else f"a₀=b₀={self.init_scale:g}"
         return f"{self.parametrization} r={self.lr_ratio:g} seed={self.seed} η={self.lr_ov:g} {init}"
-
-
-class Output(NamedTuple):
-    logits: torch.Tensor   # (P, B, K)
-    attn: torch.Tensor     # (P, B, T)
-    scores: torch.Tensor   # (P, B, T)
 
 
 class ModelStack:
