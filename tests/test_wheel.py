@@ -103,6 +103,58 @@ def test_wheel_runs_in_a_fresh_venv(wheel, tmp_path):
     assert "lemma1_rescaling.student.ipynb" in exported
 
 
+@pytest.mark.slow
+def test_setup_cell_installs_the_wheel_next_to_the_notebook(wheel, tmp_path):
+    """The first cell of a downloaded notebook (attnflow.export.install_cell_source), run by plain
+    papermill in a fresh venv without attnflow and without a package index (PIP_NO_INDEX): it
+    installs the wheel lying next to the notebook (the Colab path of book/teaching.md), and
+    without one it stops with an error that names the fix. Dependencies are borrowed from the
+    project venv (a .pth path), as in the test above; the wheel's own install is the one tested."""
+    from attnflow import export
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    vpy = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNFLOW_", "VIRTUAL_ENV", "PYTHONPATH"))}
+    env.update(HOME=str(tmp_path / "home"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", PIP_NO_INDEX="1",
+               PATH=f"{venv / 'bin'}:{env.get('PATH', '')}")
+    site = Path(_run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env).strip())
+    # borrowed: the project venv's packages less its (editable) attnflow, whose metadata would make
+    # pip answer "already satisfied" without installing anything
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if "attnflow" not in entry.name.lower():
+            (deps / entry.name).symlink_to(entry)
+    (site / "zz_project_deps.pth").write_text(f"{deps}\n")
+    # the venv's own setuptools (ensurepip's, older than torch asks for) would shadow the borrowed one
+    _run([vpy, "-m", "pip", "uninstall", "-y", "-q", "setuptools"], tmp_path, env)
+    probe = subprocess.run([vpy, "-c", "import attnflow"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0, "attnflow is importable in the fresh venv before the set-up cell ran"
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(export.install_cell_source()),
+                                         nbformat.v4.new_code_cell("print('from', attnflow.__file__)")])
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+
+    def run_in(folder: Path, with_wheel: bool):
+        folder.mkdir()
+        nbformat.write(nb, folder / "page.ipynb")
+        if with_wheel:
+            shutil.copy(wheel, folder / wheel.name)
+        return subprocess.run([vpy, "-m", "papermill", "page.ipynb", "out.ipynb", "-k", "python3", "--cwd", str(folder)],
+                              cwd=folder, env=env, capture_output=True, text=True, timeout=900)
+
+    bare = run_in(tmp_path / "no_wheel", with_wheel=False)
+    assert bare.returncode != 0 and "could not be installed: put its wheel" in bare.stdout + bare.stderr, bare.stderr[-3000:]
+    course = tmp_path / "course"
+    ran = run_in(course, with_wheel=True)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    text = "".join(o.get("text", "") for c in nbformat.read(course / "out.ipynb", as_version=4).cells
+                   for o in c.get("outputs", []))
+    assert f"from {site}" in text, text[-2000:]                     # installed into the fresh venv, from the wheel
+
+
 # ----------------------------------------------------------------------------- resources (fast)
 def test_resources_in_the_checkout(monkeypatch):
     from attnflow import resources
