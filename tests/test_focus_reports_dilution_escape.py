@@ -80,7 +80,8 @@ def test_dilution_domains_follow_the_theory(ledger):
     rep = _report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003, sigma0=0.1,
                   early_reached=True, early_apart=True, early_sign_ok=False, opposite=False, amp_apart=True, cos_pi_hub=0.9, end_flat=0.0, sigma2_end=0.004, t_early=1500.0, t_c1=800.0,
                   A_low_hub_max=0.40, A_low_hub_end=0.38, A_low_hub_fall=0.02, pi_hub=0.375, a_low_end=0.05,
-                  cos_v_pi=0.9, n_nonzero_deg=0, grad_end=1e-9, L_end=1.0, L_c2_closed=1.0, fit_err=0.0)
+                  cos_v_pi=0.9, n_nonzero_deg=0, grad_end=1e-9, L_end=1.0, L_c2_closed=1.0, fit_err=0.0,
+                  lambda_min_end=-1e-7, t_end=3000.0)
     rep.check_claims()
     by_what = {r["what"]: r for r in ledger()}
     assert all(r["verdict"] in ("pass", "outside") for r in ledger()), [r for r in ledger() if r["verdict"] == "fail"]
@@ -103,7 +104,68 @@ def test_dilution_domains_follow_the_theory(ledger):
         "focus: max rare-query attention to the hub minus π_hub"]
 
 
+def test_dilution_trap_needs_a_stable_end_point_and_arrival(ledger):
+    """B14 (errata, atlas): an end point with an unstable Hessian direction is no trap, and the
+    exact-fit claims need ‖∇L‖² t_end below a tenth of the closed-form tolerance; both are
+    decided from the end state, before the fit."""
+    base = _report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003,
+                   sigma0=0.1, end_flat=0.0, sigma2_end=0.004, t_end=3000.0, lambda_min_end=-1e-7, grad_end=1e-9,
+                   L_end=1.0, L_c2_closed=1.0, fit_err=0.0)
+    assert base.domain_trap() and base.domain_arrived()
+    unstable = dataclasses.replace(base, lambda_min_end=-6.6e-4)        # the atlas chain: |λ_min| t_end = 2
+    assert not unstable.domain_trap() and "stable" in unstable.domain_trap().reason
+    assert unstable.domain_end()                                         # the B7 end-point claims keep their domain
+    slow = dataclasses.replace(base, grad_end=4.3e-6)                    # ‖∇L‖² t_end = 5.5e-8 > 1e-9
+    assert slow.domain_trap() and not slow.domain_arrived() and "arrived" in slow.domain_arrived().reason
+    # inside the domain a loss off the closed form fails
+    dataclasses.replace(base, L_end=1.0 + 1e-7).check_claims()
+    failed = [r["what"] for r in ledger() if r["verdict"] == "fail" and r["id"] == "B14"]
+    assert failed == ["L at the end vs closed form π_0H(P_0) + Σπ_jCE(P_j, P̄_low)"]
+
+
 # ----------------------------------------------------------------------------- escape
+def test_slope_bias_of_an_untouched_part_of_sigma2():
+    """B16/B15: a constant part f of σ₂(W0) in quadrature with the growing mode biases the fitted
+    slope downwards; the prediction agrees with a direct least-squares fit of such a signal."""
+    assert fescape.slope_bias(1.0) == pytest.approx(0.0, abs=1e-12)
+    values = [fescape.slope_bias(s) for s in (0.3, 0.9, 0.938, 0.985, 0.999)]
+    assert all(a < b for a, b in zip(values, values[1:])) and values[-1] < 0
+    assert fescape.slope_bias(0.938) == pytest.approx(-0.0206, abs=5e-4)    # the atlas point: measured −2.4 %
+    assert fescape.slope_bias(0.985) > -fescape.BIAS_MAX > fescape.slope_bias(0.98)
+    t = np.arange(0.0, 4000.0, 1.0)
+    f, r = 0.004, 1e-3
+    s2 = np.sqrt((0.00917 * np.exp(r * t)) ** 2 + f ** 2)
+    sel = (s2 >= 0.01) & (s2 <= 0.1)
+    fitted = np.polyfit(t[sel], np.log(s2[sel]), 1)[0]
+    share = np.sqrt(1 - (f / s2[sel][0]) ** 2)
+    assert fitted / r - 1 == pytest.approx(fescape.slope_bias(share), abs=2e-3)
+    assert fescape.slope_bias(0.0) == -1.0
+    # a shrinking part of the mode on the W0 side (|p| > |q|) lowers the slope, on the W1 side raises it
+    assert fescape.slope_bias(1.0, 0.03) == pytest.approx(-0.0105, abs=1e-3)      # measured −1.1 %
+    assert fescape.slope_bias(1.0, -0.015) > 0 > fescape.slope_bias(1.0, 0.015)
+    s = np.linspace(0.0, 3.0, 3001)
+    g = 0.01 * (np.exp(s) + 0.03 * np.exp(-s)) / 1.03
+    keep = g <= 0.1
+    assert np.polyfit(s[keep], np.log(g[keep]), 1)[0] - 1 == pytest.approx(fescape.slope_bias(1.0, 0.03), abs=1e-4)
+
+
+def test_restricted_flow_domain_from_the_transverse_gain(ledger):
+    """B9 (errata, atlas): a restricted flow is on 𝓜₁ only while σ₂(start)·e^{∫σ_max(M⊥)dt} stays below
+    10⁻² × the tolerance; each δ has its own checks, and B15 needs every δ inside."""
+    ls = fescape.LSLimit(deltas=np.array([0.025, 0.05]), M_perp=np.zeros((2, 3, 3)), sigma_max=np.array([1e-3, 2e-3]),
+                         grad_norm=np.array([1e-14, 1e-14]), off_manifold=np.array([1e-14, 3.4]),
+                         sigma2_start=np.array([1e-16, 1e-16]), transverse_gain=np.array([6.0, 134.0]),
+                         lambda1=0.03, M1=np.zeros((3, 3)))
+    rep = _report(escape.EscapeReport, chain_name="hub family", reached_c2=True, settled=True, ls=ls, sweep=[])
+    assert rep.domain_restricted(0) and not rep.domain_restricted(1)
+    assert "stays on 𝓜₁" in rep.domain_restricted(1).reason and not rep.domain_all_restricted()
+    rep.ls.off_manifold[0] = 1e-3                                           # inside its domain, off 𝓜₁: a failure
+    for i, d_ in enumerate(ls.deltas):
+        claims.check("B9", float(ls.off_manifold[i]), 0.0, atol=escape.OFF_TOL, domain=rep.domain_restricted(i),
+                     what=f"δ = {d_:g}")
+    assert [r["verdict"] for r in ledger()] == ["fail", "outside"]
+
+
 def test_trap_stats_without_settling_is_outside_not_an_error():
     chain = hub_family(4, 0.5, 0.3, 0.4, 0.0)
     t = np.arange(0.0, 101.0, 1.0)
@@ -151,19 +213,22 @@ def test_escape_rate_of_a_clean_exponential_and_its_diagnostics():
     st = fescape.escape_stats(run, after=0.0)
     assert st.rate == pytest.approx(0.02, rel=1e-9) and st.M_perp_drift == pytest.approx(0.0)
     assert st.window_found and st.sigma2_floor == pytest.approx(0.004)
-    assert st.mode_share == pytest.approx(1.0, rel=1e-9)
+    assert st.mode_share == pytest.approx(1.0, rel=1e-9) and st.mode_imbalance == 0.0 and abs(st.fit_bias) < 1e-9
 
 
 def test_b16_domain_names_each_failing_condition():
     st = fescape.EscapeStats(rate=1e-3, window=(1.0, 2.0), M_perp_mean=1e-3, t_escape=50.0, loss_end=1.0,
                              window_sensitivity=0.0, window_found=True, M_perp_drift=0.5, sigma2_floor=0.004,
-                             mode_share=0.5)
+                             mode_share=0.999)
     row = escape.SweepRow(delta=0.1, run=None, stats=dataclasses.replace(st, M_perp_drift=0.9, sigma2_floor=0.006),
                           bigram=1.0, plateau_drop=0.001, sigma2_at_settle=0.004)
     dom = row.domain(settled=True)
     assert not dom
     assert "M⊥ about constant" in dom.reason and "O(ε) transverse level" in dom.reason
-    assert "escape within" not in dom.reason and "still at θ_c²" not in dom.reason
+    assert "escape within" not in dom.reason and "still at θ_c²" not in dom.reason and "slope bias" not in dom.reason
+    mixed = escape.SweepRow(delta=0.4, run=None, stats=dataclasses.replace(st, mode_share=0.938), bigram=1.0,
+                            plateau_drop=0.001, sigma2_at_settle=0.004)      # the atlas point: −2.1 % predicted
+    assert not mixed.domain(settled=True) and "slope bias" in mixed.domain(settled=True).reason
     ok = escape.SweepRow(delta=0.1, run=None, stats=st, bigram=1.0, plateau_drop=0.001, sigma2_at_settle=0.004)
     assert ok.domain(settled=True) and not ok.domain(settled=False)
 

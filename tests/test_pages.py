@@ -61,7 +61,6 @@ OWN_SEED_TESTS = {"focus_dilution/condensation", "focus_dilution/unigram_saddle"
 # so that a fix (a refined domain or a corrected reconstruction) shows up as an XPASS to act on.
 KNOWN_OTHER_SEED_FAILURES = {
     "focus_dilution/finite_sample": "B4: the trained plateau-1 excess is not the Wilks excess (errata)",
-    "focus_dilution/robustness": "B15: GD escape rate at δ = 0.4 is 2.6% below the flow's (errata)",
 }
 
 

@@ -199,7 +199,11 @@ fig
 #   amplitude signs failed), and "early focus" needs $\kappa$ to reach 0.01 within the horizon, after
 #   the flow sat on the plateau; the comparison with the signs of $v$ needs $v$ to be a redistribution (§2);
 # - the end point is a critical point with the exact fit only for the symmetric family ($\delta=0$),
-#   where $\theta_c^2$ traps the flow; "attention to the hub ends *below* $\pi_{\rm hub}$" needs the rare
+#   where $\theta_c^2$ traps the flow — if it is stable: the most negative Hessian eigenvalue at the end
+#   may grow a perturbation by at most 10 % over the run ($|\lambda_{\min}|t_{\rm end}\le0.1$; on one chain
+#   four rare-token directions were unstable and the flow drifted below $L(\theta_c^2)$, errata), and the
+#   exact-fit values need the run to have arrived, $\|\nabla L\|^2t_{\rm end}\le10^{-9}$ (at its end rate the
+#   loss would move by less than a tenth of the $10^{-8}$ tolerance in another run length); "attention to the hub ends *below* $\pi_{\rm hub}$" needs the rare
 #   amplitudes to change sign, as for the spec's chain — elsewhere the dilution is the fall from the
 #   peak, which is checked on every hub chain with $g>0$;
 # - the second-cycle swings need the escape within `horizon_cycle` and the loss on a plateau at the

@@ -42,6 +42,10 @@ PLATEAU_DROP = 0.1       # the δ run is still near θ_c²(δ) at the window sta
 LS_HORIZON = 8000.0      # length of the restricted flows (at least 4 t_settle, so that they reach θ_c²(δ))
 SETTLE_FRACTION = 0.5    # the δ = 0 run must settle at θ_c² within the first half of its horizon
 LS_START = 1000.0        # the spec's start of the restricted flows (on the θ_c¹ plateau of the reference chain)
+OFF_TOL = 1e-6           # B9: σ₂(W0) at θ_c²(δ) must stay below this (on 𝓜₁)
+GAIN_MARGIN = 1e-2       # the restricted flow stays on 𝓜₁ only while the transverse mode has not amplified the round-off
+                         # of its start beyond the tolerance: σ₂(start)·e^{∫σ_max(M⊥)dt} ≤ GAIN_MARGIN × OFF_TOL; the margin
+                         # covers the prefactor of this linear estimate (measured 2–3 on the reference chain)
 NAN = float("nan")
 
 
@@ -90,7 +94,10 @@ class SweepRow:
             (f"growing mode above the O(ε) transverse level: σ₂(W0) at settling ≤ {FLOOR_RATIO:g} × 0.01",
              bool(s.sigma2_floor <= FLOOR_RATIO * escape.WINDOW[0]), f"σ₂ = {s.sigma2_floor:.2g}"),
             (f"M⊥ about constant over the window: max/min σ_max(M⊥) − 1 ≤ {DRIFT_MAX:g}",
-             bool(s.M_perp_drift <= DRIFT_MAX), f"{s.M_perp_drift:.2g}"))
+             bool(s.M_perp_drift <= DRIFT_MAX), f"{s.M_perp_drift:.2g}"),
+            (f"σ₂(W0) is the growing mode from the window start: predicted slope bias ≤ {escape.BIAS_MAX:g}",
+             bool(abs(s.fit_bias) <= escape.BIAS_MAX),
+             f"mode share {s.mode_share:.3f}, imbalance {s.mode_imbalance:+.3f}, bias {s.fit_bias:+.2%}"))
 
 
 @dataclass
@@ -197,6 +204,22 @@ class EscapeReport(PageReport):
     def domain_reference(self) -> claims.Domain:
         return claims.domain(("the spec's reference chain, model and initialization", self.reference, self.chain_name))
 
+    def domain_restricted(self, i: int) -> claims.Domain:
+        """The restricted flow of deltas_ls[i] is a flow on 𝓜₁: 𝓜₁ is invariant, but its unstable transverse
+        mode (rate σ_max(M⊥)) amplifies the round-off of the projected start; the flow is on 𝓜₁ to OFF_TOL
+        only while σ₂(start)·exp(∫σ_max(M⊥)dt) ≤ GAIN_MARGIN × OFF_TOL (measured along the run, before σ₂ at its end)."""
+        ls = self.ls
+        predicted = float(ls.sigma2_start[i] * np.exp(min(ls.transverse_gain[i], 700.0)))
+        return self.domain_settled() & claims.domain(
+            (f"the restricted flow stays on 𝓜₁: σ₂(start)·e^(∫σ_max(M⊥)dt) ≤ {GAIN_MARGIN:g} × {OFF_TOL:g}",
+             bool(predicted <= GAIN_MARGIN * OFF_TOL),
+             f"σ₂(start) = {ls.sigma2_start[i]:.2g}, ∫σ_max(M⊥)dt = {ls.transverse_gain[i]:.3g}"))
+
+    def domain_all_restricted(self) -> claims.Domain:
+        ok = [bool(self.domain_restricted(i)) for i in range(len(self.ls.deltas))]
+        return claims.domain(("every restricted flow of deltas_ls stays on 𝓜₁ (M1 extrapolates their M⊥)", all(ok),
+                              f"{sum(ok)} of {len(ok)}"))
+
     # ------------------------------------------------------------------ claims
     def check_claims(self) -> None:
         claims.check("B8", self.n_nonzero_sym, 0, atol=0,
@@ -207,15 +230,17 @@ class EscapeReport(PageReport):
                      what="δ = 0: max σ2(W0) after settling / σ2(W0) at settling", source="paper + reconstruction")
         claims.check("B8", self.M_perp_end, 0.0, atol=1e-6, domain=ds, what="δ = 0: σ_max(M⊥) at the end of the run")
         claims.check("B8", self.L_end0, self.L_c2, atol=1e-8, domain=ds, what="δ = 0: loss at the end vs L(θ_c²) closed form")
-        claims.check("B9", self.ls_grad_max, 0.0, atol=1e-8, domain=ds,
-                     what="‖∇L‖ at the restricted critical points θ_c²(δ)")
-        claims.check("B9", self.ls_off_max, 0.0, atol=1e-6, domain=ds, what="σ2(W0) at θ_c²(δ) (on the rank-one manifold)")
+        for i, d_ in enumerate(self.ls.deltas):
+            claims.check("B9", float(self.ls.grad_norm[i]), 0.0, atol=1e-8, domain=self.domain_restricted(i),
+                         what=f"δ = {d_:g}: ‖∇L‖ at the restricted critical point θ_c²(δ)")
+            claims.check("B9", float(self.ls.off_manifold[i]), 0.0, atol=OFF_TOL, domain=self.domain_restricted(i),
+                         what=f"δ = {d_:g}: σ2(W0) at θ_c²(δ) (on the rank-one manifold)")
         for r in self.sweep:
             claims.check("B16", r.stats.rate, r.stats.M_perp_mean, rtol=1e-2, domain=r.domain(self.settled and self.reached_c2),
                          what=f"δ = {r.delta:g}: escape rate vs mean σ_max(M⊥) in the same window")
         small = float(self.deltas.min()) <= 0.1
         claims.check("B15", self.lambda1_rates, self.lambda1, rtol=2e-2,
-                     domain=self.domain_sweep() & claims.domain(
+                     domain=self.domain_sweep() & self.domain_all_restricted() & claims.domain(
                          ("the sweep reaches δ ≤ 0.1 (extrapolation of rate/δ to δ = 0)", small,
                           f"min δ = {self.deltas.min():g}")),
                      what="intercept of rate/δ (δ → 0) vs Lyapunov–Schmidt λ₁ = σ_max(M1)")
@@ -237,16 +262,16 @@ class EscapeReport(PageReport):
                          what=f"δ = {d_:g}: mean σ_max(M⊥) vs the spec's (Euler)")
             claims.check("B9", st.t_escape, SPEC["escape_time"][d_], atol=20.0, domain=ref,
                          what=f"δ = {d_:g}: escape time vs the spec's")
-            claims.check("B9", r.bigram, SPEC["escape_bigram"][d_], atol=half_unit(0, 5), domain=ref,
+            claims.check("B9", r.bigram, SPEC["escape_bigram"][d_], atol=half_unit(5), domain=ref,
                          what=f"δ = {d_:g}: bigram optimum vs the spec's")
             at_1e4 = ref & claims.domain(("horizon = 10⁴ (the spec's)", self.horizon_val == 1e4, f"{self.horizon_val:g}"))
             if d_ <= 0.2:
                 claims.check("B9", st.loss_end, r.bigram, atol=1e-4, domain=at_1e4,
                              what=f"δ = {d_:g}: loss at t = 10⁴ vs the bigram optimum")
             else:
-                claims.check("B9", st.loss_end, SPEC["escape_loss_1e4"][d_], atol=half_unit(0, 5), domain=at_1e4,
+                claims.check("B9", st.loss_end, SPEC["escape_loss_1e4"][d_], atol=half_unit(5), domain=at_1e4,
                              what=f"δ = {d_:g}: loss at t = 10⁴ (intermediate plateau) vs the spec's 1.42812")
-        claims.check("B8", self.sigma2_end, SPEC["sigma2_trapped"], atol=half_unit(0, 4), domain=ref & ds,
+        claims.check("B8", self.sigma2_end, SPEC["sigma2_trapped"], atol=half_unit(4), domain=ref & ds,
                      what="δ = 0: σ2(W0) at t = 3·10⁴ vs 0.0040")
         spec_cycle = ref & claims.domain(("δ = 0.1 and horizon = 10⁴ (the spec's rank steps)",
                                           self.delta_val == 0.1 and self.horizon_val == 1e4, ""))

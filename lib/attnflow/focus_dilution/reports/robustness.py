@@ -9,7 +9,8 @@ of population GD (one batch), an Adam run, and ``n_seeds`` runs on sampled data 
 with the spec's only on the spec's chain, δ ∈ the spec's table, and where the linear transverse
 regime of R5 is actually entered (the escape page's conditions: σ₂(W0) crosses [0.01, 0.1] after
 the first dilution, the growing mode starts above the O(ε) transverse level, M⊥ is constant over
-the window); trap and escape claims need the run to have reached θ_c² (a detected first dilution);
+the window, and the mode's state at the window start biases the fitted slope by ≤ 0.5 %,
+``escape.slope_bias``); trap and escape claims need the run to have reached θ_c² (a detected first dilution);
 the finite-sample escape (B8) is a mean over ≥ 3 data seeds.
 """
 from __future__ import annotations
@@ -64,7 +65,10 @@ def escape_rate(run, st: stages.Stages) -> tuple[float, claims.Domain]:
         (f"growing mode above the O(ε) transverse level: σ₂(W0) at θ_c² ≤ {FLOOR_RATIO:g} × 0.01",
          bool(s.sigma2_floor <= FLOOR_RATIO * escape.WINDOW[0]), f"σ₂ = {s.sigma2_floor:.2g}"),
         (f"M⊥ constant over the window: max/min σ_max(M⊥) − 1 ≤ {DRIFT_MAX:g}", bool(s.M_perp_drift <= DRIFT_MAX),
-         f"{s.M_perp_drift:.2g}"))
+         f"{s.M_perp_drift:.2g}"),
+        (f"σ₂(W0) is the growing mode from the window start: predicted slope bias ≤ {escape.BIAS_MAX:g}",
+         bool(abs(s.fit_bias) <= escape.BIAS_MAX),
+         f"mode share {s.mode_share:.3f}, imbalance {s.mode_imbalance:+.3f}, bias {s.fit_bias:+.2%}"))
     return float(s.rate), dom
 
 
