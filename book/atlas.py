@@ -53,14 +53,13 @@ rep.page_table()
 # ## The sweep
 #
 # {glue:text}`n_points` runs of {glue:text}`n_pages` theory pages (at least {glue:text}`min_draws`
-# random points each, profile {glue:text}`profile`), made at commit {glue:text}`commit` on
-# {glue:text}`date` (the pages named in `data/atlas/provenance.json` under `rerun` were run again
-# at a later commit, with the same draws). In {glue:text}`frac_clean:.1%` of the runs (95% Wilson interval
+# random points each, profile {glue:text}`profile`), last regenerated on {glue:text}`date`; the
+# commit at which each page ran is in the table's last column (`data/atlas/provenance.json` holds
+# each page's commit, library hash, date and command: a page is regenerated on its own after a
+# change to its domains). In {glue:text}`frac_clean:.1%` of the runs (95% Wilson interval
 # {glue:text}`frac_clean_lo:.2f`–{glue:text}`frac_clean_hi:.2f`) every claim either passed or was
 # outside its domain; {glue:text}`n_failed_points` runs had at least one failed claim and
-# {glue:text}`n_error_points` raised. Six points per page is fewer than the twenty this page is
-# meant to hold: the 2-core machine of this session could not run more (see the regeneration
-# command above; each point is one smoke run of about 20–40 s).
+# {glue:text}`n_error_points` raised. Each point is one smoke run of about 20–70 s on one core.
 #
 # ## Where claims fail
 #

@@ -195,3 +195,7 @@ def test_atlas_regenerate_keeps_one_table_per_page_without_stale_points(fake_boo
     assert prov["per_page"]["test/fake"]["library"] == "lib-two" and prov["pages"] == ["test/fake"]
     rep = atlas.atlas_report(out)
     assert rep.n_points == 2 and rep.min_draws == 2
+    atlas.regenerate(["test/fake"], draws=3, workers=1, output=out, collect=True)   # runs nothing
+    collected = pd.read_parquet(out / "atlas.parquet")
+    assert set(collected["key"]) == set(second["key"])
+    assert json.loads((out / "provenance.json").read_text())["per_page"]["test/fake"]["draws"] == 2

@@ -197,7 +197,8 @@ def atlas_report(directory: str | Path | None = None) -> AtlasReport:
 
 
 def regenerate(pages: Sequence[str] = THEORY_PAGES, *, draws: int = 20, seed: int = 0, profile: str = "smoke",
-               workers: int = 2, scheduler: str | None = None, output: Path | None = None) -> Path:
+               workers: int = 2, scheduler: str | None = None, output: Path | None = None,
+               collect: bool = False) -> Path:
     """Run the sweeps of ``pages`` and rewrite ``atlas.parquet`` + ``provenance.json``.
 
     Resumable (part files per point). Each page keeps its own table (``sweeps/<page>/atlas-points.parquet``,
@@ -223,11 +224,18 @@ def regenerate(pages: Sequence[str] = THEORY_PAGES, *, draws: int = 20, seed: in
         points = parallel.draw_points(page, draws, seed=seed, profile=profile)
         _, path = runner.resolve_page(page, root)
         lib = parallel.library_hash(root)
+        if collect and (folder / "sweep.json").exists():    # the library the interrupted sweep ran with
+            lib = json.loads((folder / "sweep.json").read_text(encoding="utf-8"))["library"]
         keys = {parallel.point_key(path.read_bytes(), lib, profile, p) for p in points}
-        table = parallel.sweep(page, points, profile=profile, output=folder, workers=workers, scheduler=scheduler)
+        if collect:      # no new runs: the points of this draw that are done (after an interrupted sweep)
+            table = parallel.load_table(folder)
+        else:
+            table = parallel.sweep(page, points, profile=profile, output=folder, workers=workers, scheduler=scheduler)
         table = table[table["key"].isin(keys)]
+        if table.empty:
+            continue
         table.to_parquet(folder / "atlas-points.parquet", index=False)
-        per_page[page] = dict(commit=commit, library=lib, draws=draws, seed=seed, profile=profile,
+        per_page[page] = dict(commit=commit, library=lib, draws=int(table["key"].nunique()), seed=seed, profile=profile,
                               date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), command=command)
     order = [p for p in THEORY_PAGES if p in per_page] + [p for p in per_page if p not in THEORY_PAGES]
     frames = [pd.read_parquet(out / "sweeps" / p.replace("/", "__") / "atlas-points.parquet") for p in order
@@ -254,10 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scheduler", default=None)
     ap.add_argument("--output", default=None)
+    ap.add_argument("--collect", action="store_true",
+                    help="run nothing: rebuild the table from the points already done (an interrupted sweep)")
     ap.add_argument("pages", nargs="*", help="default: every theory page")
     a = ap.parse_args(argv)
     out = regenerate(a.pages or THEORY_PAGES, draws=a.draws, seed=a.seed, profile=a.profile, workers=a.workers,
-                     scheduler=a.scheduler, output=Path(a.output) if a.output else None)
+                     scheduler=a.scheduler, output=Path(a.output) if a.output else None, collect=a.collect)
     print(f"atlas: {out / 'atlas.parquet'}")
     return 0
 
