@@ -118,7 +118,7 @@ def test_bad_input_gives_errors_that_name_the_parameter():
 
 # -- the page helpers: glued numbers, figures and the claim checks of the three dataset pages --------
 def synthetic_experiment(changes: dict, optimizers=("adamw", "sgd"), seeds=(0, 1, 2), r_max=10.0):
-    """An Experiment whose per-model metrics change from r = 1 to r_max by ``changes[key]`` (a number,
+    """A RealExperiment whose per-model metrics change from r = 1 to r_max by ``changes[key]`` (a number,
     or one number per seed); every other metric stays put. Enough for report/plots/check_claims."""
     from types import SimpleNamespace
 
@@ -140,7 +140,7 @@ def synthetic_experiment(changes: dict, optimizers=("adamw", "sgd"), seeds=(0, 1
                  conf_each=np.random.default_rng(1).random((len(lr_ratio), 50)))
         metrics[opt] = m
     ds = SimpleNamespace(name="sva", standin=True)
-    return realdata.Experiment(ds, None, list(range(30)), list(range(20)), {}, metrics)
+    return realdata.RealExperiment(ds, None, list(range(30)), list(range(20)), {}, metrics)
 
 
 @pytest.fixture
@@ -241,3 +241,31 @@ def test_accuracy_unchanged_is_an_equivalence_test(ledger):
     assert not realreport.check_claims(drop, "A9", rise=0.05, accuracy_atol=0.05, errata="e")[("accuracy", "adamw")]
     acc = [r for r in ledger.records() if "test accuracy" in r["what"]]
     assert [r["verdict"] for r in acc] == ["pass", "disagrees"] and "inside ±0.05" in acc[0]["tolerance"]
+
+
+def test_each_dataset_page_takes_its_claim_and_thresholds_from_the_report(ledger):
+    """A page calls ``check_claims(ex)``: the claim, AC rise, accuracy band and errata label are
+    ``realreport.PAGES[dataset]`` — the same verdicts as spelling them out."""
+    from attnflow.sharpening import targets
+
+    assert set(realreport.PAGES) == set(realdata.DATASETS)
+    assert {p.claim for p in realreport.PAGES.values()} <= set(realreport.CLAIM_PARTS)
+    assert realreport.AC_RISE < targets.SQUAD_AC[1] - targets.SQUAD_AC[0]
+    ex = synthetic_experiment({"entropy": -0.5, "ac": [0.10, 0.11, 0.12], "acmc": [0.10, 0.11, 0.12]})
+    page = realreport.PAGES["sva"]
+    assert realreport.check_claims(ex) == realreport.check_claims(
+        ex, page.claim, rise=page.rise, accuracy_atol=page.accuracy_atol, errata=page.errata)
+    ex.dataset.name = "other"
+    with pytest.raises(ParameterError, match="rise"):
+        realreport.check_claims(ex, "A10", errata="e")
+
+
+def test_report_glues_the_papers_squad_numbers_from_the_targets(monkeypatch, capsys):
+    from attnflow import display
+    from attnflow.sharpening import targets
+
+    glued = {}
+    monkeypatch.setattr(display, "number", lambda name, value, show=False: glued.__setitem__(name, value))
+    realreport.report(synthetic_experiment({}))
+    assert (glued["paper_ac_r1"], glued["paper_ac_fast"]) == targets.SQUAD_AC
+    assert glued["rise"] == realreport.AC_RISE and glued["acc_atol"] == realreport.PAGES["sva"].accuracy_atol

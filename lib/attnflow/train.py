@@ -19,7 +19,7 @@ import torch
 
 from attnflow.progress import progress
 
-__all__ = ["train", "Trajectory", "TrainingDiverged", "OPTIMIZERS", "make_optimizer"]
+__all__ = ["train", "TrainRecord", "TrainingDiverged", "OPTIMIZERS", "make_optimizer"]
 
 OPTIMIZERS = ("gd", "sgd", "adam", "adamw")
 
@@ -29,7 +29,7 @@ class TrainingDiverged(FloatingPointError):
 
 
 @dataclass
-class Trajectory:
+class TrainRecord:
     """What a training run recorded: the loss at recorded steps and any observed quantities."""
 
     steps: list[int] = field(default_factory=list)
@@ -82,18 +82,18 @@ def train(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     desc: str = "train",
-) -> Trajectory:
+) -> TrainRecord:
     """Run ``steps`` optimizer steps; record loss (and ``record(step)``) every ``record_every``.
 
     ``stop(step, loss) -> bool`` ends training early (e.g. at a matched training loss); the
-    state at that step is recorded and ``Trajectory.stopped_at`` is set.
+    state at that step is recorded and ``TrainRecord.stopped_at`` is set.
     """
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps must be a non-negative integer, received {steps!r}")
     if record_every < 1:
         raise ValueError(f"record_every must be ≥ 1, received {record_every!r}")
     opt = make_optimizer(groups, optimizer, momentum=momentum, weight_decay=weight_decay)
-    traj = Trajectory()
+    traj = TrainRecord()
 
     def log(step: int, loss_value: float) -> None:
         traj.steps.append(step)

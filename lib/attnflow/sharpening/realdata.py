@@ -38,7 +38,7 @@ from attnflow.sharpening.contracts import REAL_OPTIMIZERS
 from attnflow.sharpening.model import QK_NAMES, Output, circuits, effective_circuits, parameter_names
 
 __all__ = ["RealConfig", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
-           "evaluate", "Experiment", "experiment", "TITLES", "PAD",
+           "evaluate", "RealExperiment", "experiment", "TITLES", "PAD",
            "SEP", "DATASETS"]
 
 PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
@@ -269,7 +269,7 @@ def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf:
 
 
 @dataclass
-class Experiment:
+class RealExperiment:
     """One dataset: its source line, the encoded splits and, per optimizer, the run and its test metrics."""
 
     dataset: ClassificationSet
@@ -310,7 +310,7 @@ class Experiment:
         return pick(r_fast) - pick(r_base)
 
 
-def experiment(ds: ClassificationSet, cfg) -> Experiment:
+def experiment(ds: ClassificationSet, cfg) -> RealExperiment:
     """Tokenize a loaded set (``attnflow.data.load``), train every optimizer of ``cfg`` (a page's
     validated parameters) over r × seeds, and evaluate on the held-out split."""
     tok = ds.tokenizer(cfg.vocab_size, lowercase=LOWERCASE[ds.name])
@@ -328,4 +328,4 @@ def experiment(ds: ClassificationSet, cfg) -> Experiment:
                         weight_decay=cfg.weight_decay if adamw else 0.0, device=cfg.device,
                         evals=1)   # training loss at the start and the end only: the pages show no curves
         res[opt] = evaluate(runs[opt], test, tau_attn=cfg.tau_attn, tau_conf=cfg.tau_conf, tau_attns=cfg.tau_attns)
-    return Experiment(ds, tok, train, test, runs, res)
+    return RealExperiment(ds, tok, train, test, runs, res)
