@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnflow.focus_dilution import chain as chains
-from attnflow.focus_dilution.schemas import CONDENSATION, make_chain
+from attnflow.focus_dilution.contracts import CONDENSATION, make_chain
 from attnflow.focus_dilution.targets import SPEC
 from attnflow.params import ParameterError
 

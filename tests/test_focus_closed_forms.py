@@ -30,9 +30,9 @@ def test_theta_c1_is_a_critical_point_with_loss_H_and_rate_g(markov):
     m = 4
     loss = model.PopulationLoss(markov, score_scale=0.6)
     theta = spectrum.theta_c1_params(markov, m)
-    out = loss.forward(theta)
-    assert np.allclose(out["P_hat"].numpy(), np.tile(markov.pi, (markov.d, 1)), atol=1e-12), "P̂ = π for every query"
-    assert float(out["L"]) == pytest.approx(markov.unigram_entropy(), abs=1e-12)
+    out = model.forward(theta, loss.population, loss.score_scale)
+    assert np.allclose(out.log_probs.exp().numpy(), np.tile(markov.pi, (markov.d, 1)), atol=1e-12), "P̂ = π for every query"
+    assert float(model.cross_entropy(out, loss.population)) == pytest.approx(markov.unigram_entropy(), abs=1e-12)
     gn = measure.grad_norms({k: v[None] for k, v in theta.items()}, loss)[0]
     assert gn < 1e-12, "θ_c¹ is a critical point"
     c1 = closed_forms.theta_c1(markov)
@@ -47,10 +47,9 @@ def test_theta_c1_is_a_critical_point_with_loss_H_and_rate_g(markov):
 @pytest.mark.parametrize("markov", RANDOM_CHAINS, ids=IDS)
 def test_attention_tilt_matches_the_model(markov):
     c1 = closed_forms.theta_c1(markov)
-    loss = model.PopulationLoss(markov, 1.3)
     h = 1e-6
-    Ap = loss.forward(model.rank_one_params(c1.a, c1.b, h, 3))["A"].numpy()
-    Am = loss.forward(model.rank_one_params(c1.a, c1.b, -h, 3))["A"].numpy()
+    Ap = model.forward(model.rank_one_params(c1.a, c1.b, h, 3), markov, 1.3).attention.numpy()
+    Am = model.forward(model.rank_one_params(c1.a, c1.b, -h, 3), markov, 1.3).attention.numpy()
     assert np.allclose((Ap - Am) / (2 * h), closed_forms.dkappa_A(markov, 1.3), atol=1e-8)
 
 

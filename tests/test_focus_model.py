@@ -93,16 +93,16 @@ def test_rank_one_params_and_batched_forward():
     u = torch.zeros(4, dtype=torch.float64)
     u[0] = 1
     assert float(u @ theta["WQ"] @ theta["WK"].T @ u) == pytest.approx(-0.3)
-    out = model.PopulationLoss(markov).forward({k: torch.stack([v, v]) for k, v in theta.items()})
-    assert out["A"].shape == (2, 5, 5) and torch.allclose(out["A"].sum(-1), torch.ones(2, 5, dtype=torch.float64))
+    out = model.forward({k: torch.stack([v, v]) for k, v in theta.items()}, markov)
+    assert out.attention.shape == (2, 5, 5) and torch.allclose(out.attention.sum(-1), torch.ones(2, 5, dtype=torch.float64))
 
 
-def test_sequence_loss_tends_to_the_population_loss():
+def test_the_sequence_loss_tends_to_the_population_loss():
     markov = chains.hub_family(delta=0.1)
     theta = {k: v * 300 for k, v in model.init_params(markov.d, 4, 1e-3, seed=2).items()}
     batch = chains.sample_sequences(markov, 20000, 400, generator=torch.Generator().manual_seed(1))
-    L_seq = float(model.sequence_loss(theta, batch))
+    L_seq = float(model.loss(theta, model.Sequences(batch)))
     L_pop = float(model.PopulationLoss(markov)(theta))
     assert L_seq == pytest.approx(L_pop, abs=0.02), "finite N, s: within sampling error of the population loss"
-    out = model.sequence_forward(theta, batch[:8, :-1])
-    assert out["attention"].shape == (8, 400) and out["logits"].shape == (8, markov.d)
+    out = model.forward(theta, batch[:8, :-1])
+    assert out.attention.shape == (8, 400) and out.logits.shape == (8, markov.d)

@@ -10,9 +10,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnflow import claims
+from attnflow import claims, plotting
 from attnflow.focus_dilution import chain as chains
-from attnflow.focus_dilution import closed_forms, model, schemas
+from attnflow.focus_dilution import closed_forms, contracts, model
 from attnflow.focus_dilution.reports import condensation, focus, unigram_saddle
 from attnflow.focus_dilution.targets import half_unit
 from attnflow.params import ParameterError
@@ -53,7 +53,7 @@ def test_model_config_from_cfg_and_init_match_the_loose_calls():
     assert mc.with_(init_scale=1e-3).init_scale == 1e-3 and mc.init_scale == 0.01
 
 
-def test_forward_population_counts_and_old_names_agree():
+def test_forward_population_and_counts_agree():
     markov = chains.dirichlet_chain(5, seed=4)
     theta = model.ModelConfig(d_model=3, init_scale=0.4, seed=2).init(markov.d)
     P, pi = markov.tensors()
@@ -63,22 +63,23 @@ def test_forward_population_counts_and_old_names_agree():
     counts = model.Counts(torch.arange(markov.d), torch.log(pi).expand(markov.d, -1), pi[:, None] * P)
     assert torch.allclose(model.loss(theta, counts, 0.8), L_fast, rtol=1e-12, atol=0)
     out = model.forward(theta, counts, 0.8)
-    old = model.population_forward(theta, P, pi, 0.8)
-    assert torch.allclose(out.attention, old["A"], rtol=1e-12, atol=1e-15)
+    pop = model.forward(theta, model.Population(P, pi), 0.8)
+    assert torch.allclose(out.attention, pop.attention, rtol=1e-12, atol=1e-15)
+    assert float(model.cross_entropy(pop, markov)) == float(model.loss(theta, markov, 0.8))
     # batched over a leading axis of θ (a trajectory)
     T = {n: torch.stack([v, 0.5 * v]) for n, v in theta.items()}
     assert model.loss(T, markov, 0.8).shape == (2,)
     assert model.forward(T, counts, 0.8).attention.shape == (2, markov.d, markov.d)
 
 
-def test_forward_sequences_is_the_old_sequence_forward_and_tends_to_the_population_loss():
+def test_forward_sequences_tends_to_the_population_loss():
     markov = chains.hub_family(3, 0.6, 0.3, 0.2)
     theta = model.ModelConfig(d_model=3, init_scale=0.5, seed=0).init(markov.d)
     batch = chains.sample_sequences(markov, 4000, 200, generator=torch.Generator().manual_seed(0))
     seq = model.Sequences(batch)
-    out, old = model.forward(theta, seq), model.sequence_forward(theta, batch[:, :-1])
-    assert torch.equal(out.logits, old["logits"]) and torch.equal(out.attention, old["attention"])
-    assert float(model.loss(theta, seq)) == float(model.sequence_loss(theta, batch))
+    out, bare = model.forward(theta, seq), model.forward(theta, batch[:, :-1])      # a bare (B, s) context tensor
+    assert torch.equal(out.logits, bare.logits) and torch.equal(out.attention, bare.attention)
+    assert float(model.loss(theta, seq)) == float(model.cross_entropy(out, seq))
     assert abs(float(model.loss(theta, seq)) - float(model.loss(theta, markov))) < 0.05
 
 
@@ -120,24 +121,27 @@ def test_property_closed_form_gradient_equals_autograd_on_the_hub_family(n, a_h,
 
 
 def test_half_unit_takes_the_digits():
-    assert half_unit(5) == 0.5e-5 and half_unit(0.09551, 5) == half_unit(5)
-    with pytest.raises(ValueError):
-        half_unit(-1)
+    assert half_unit(5) == 0.5e-5 and half_unit(0) == 0.5
+    with pytest.raises(TypeError):
+        half_unit(0.09551, 5)            # the old two-argument form (its value was ignored) is gone
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError):
+            half_unit(bad)
 
 
 # ---- schema rules ----------------------------------------------------------------------------------
 
 def test_condensation_fit_window_rules_are_in_the_schema():
-    assert _cfg(schemas.CONDENSATION).fit_window == [1.9, 3.8]
+    assert _cfg(contracts.CONDENSATION).fit_window == [1.9, 3.8]
     with pytest.raises(ParameterError, match=r"fit_window\[0\] < fit_window\[1\]"):
-        _cfg(schemas.CONDENSATION, fit_window=[3.8, 1.9])
+        _cfg(contracts.CONDENSATION, fit_window=[3.8, 1.9])
     with pytest.raises(ParameterError, match="ends within the flow"):
-        _cfg(schemas.CONDENSATION, fit_window=[1.9, 49.0])
+        _cfg(contracts.CONDENSATION, fit_window=[1.9, 49.0])
 
 
 def test_unigram_saddle_kappa_window_must_be_ordered():
     with pytest.raises(ParameterError, match=r"kappa_window\[0\] < kappa_window\[1\]"):
-        _cfg(schemas.UNIGRAM_SADDLE, kappa_window=[3.5, 2.0])
+        _cfg(contracts.UNIGRAM_SADDLE, kappa_window=[3.5, 2.0])
 
 
 # ---- small helpers of the reports ------------------------------------------------------------------
@@ -158,10 +162,10 @@ def test_sign_pattern_and_shade_stages():
     assert not focus.sign_pattern_ok(-1e-3 * dA, markov, g, dA)
     spans = []
     ax = SimpleNamespace(axvspan=lambda t0, t1, **kw: spans.append((t0, t1, kw["color"])))
-    focus.shade_stages(ax, [("condensation", 0, 10), ("plateau", 10, 10), ("focus", 5, np.nan)])
+    plotting.shade_stages(ax, [("condensation", 0, 10), ("plateau", 10, 10), ("focus", 5, np.nan)])
     assert [s[:2] for s in spans] == [(0, 10)]
     with pytest.raises(ValueError, match="unknown stage"):
-        focus.shade_stages(ax, [("nope", 0, 1)])
+        plotting.shade_stages(ax, [("nope", 0, 1)])
 
 
 def test_cubic_rate_bias_predicts_the_measured_bias():
@@ -187,7 +191,7 @@ def test_flow_windows():
 
 @pytest.fixture(scope="module")
 def cond_small():
-    cfg = _cfg(schemas.CONDENSATION, d_model=2, horizon=100.0, euler_dt=0.2, n_low=2)
+    cfg = _cfg(contracts.CONDENSATION, d_model=2, horizon=100.0, euler_dt=0.2, n_low=2)
     return condensation.condensation_report(cfg)
 
 
@@ -216,7 +220,7 @@ def test_condensation_fast_attention_mode_and_large_noise_are_outside(cond_small
 
 @pytest.fixture(scope="module")
 def focus_small():
-    cfg = _cfg(schemas.FOCUS, d_model=2, horizon=10.0, **GOOD_CHAIN)
+    cfg = _cfg(contracts.FOCUS, d_model=2, horizon=10.0, **GOOD_CHAIN)
     return focus.focus_report(cfg)
 
 
@@ -238,7 +242,7 @@ def test_focus_report_measures_the_tilt(focus_small, ledger):
 
 
 def test_unigram_saddle_report_small(ledger):
-    cfg = _cfg(schemas.UNIGRAM_SADDLE, d_model=2, random_d=3, random_horizon=300.0, **GOOD_CHAIN)
+    cfg = _cfg(contracts.UNIGRAM_SADDLE, d_model=2, random_d=3, random_horizon=300.0, **GOOD_CHAIN)
     rep = unigram_saddle.unigram_saddle_report(cfg)
     assert rep.g_numeric == pytest.approx(abs(rep.g), rel=1e-8)
     rep.check_claims()

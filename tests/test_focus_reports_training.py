@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attnflow import claims, params
-from attnflow.focus_dilution import stages, training, training_pages
+from attnflow.focus_dilution import contracts, stages, training
 from attnflow.focus_dilution.chain import hub_family
 from attnflow.focus_dilution.realtext import SCHEMA as REAL_TEXT
 from attnflow.focus_dilution.reports import cycle, finite_sample, pca_trajectories, robustness
@@ -164,8 +164,8 @@ def _page_values(schema, page):
     return {k: v for k, v in ns.items() if k in schema.params}
 
 
-PAGES = {"cycle": training_pages.CYCLE, "finite_sample": training_pages.FINITE_SAMPLE,
-         "pca_trajectories": training_pages.PCA_PAGE, "robustness": training_pages.ROBUSTNESS}
+PAGES = {"cycle": contracts.CYCLE, "finite_sample": contracts.FINITE_SAMPLE,
+         "pca_trajectories": contracts.PCA_TRAJECTORIES, "robustness": contracts.ROBUSTNESS}
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -184,6 +184,8 @@ def test_defaults_validate_and_cost_about_a_minute(name, monkeypatch):
     ("robustness", dict(a_h_variants=[0.3, 0.7], b_h_variants=[0.5]), "same length"),
     ("robustness", dict(deltas=[0.1, 0.4]), "0.0"),
     ("robustness", dict(chain="dirichlet"), "hub"),
+    ("robustness", dict(b_h=0.8, deltas=[0.0, 0.9]), "every δ of deltas"),        # b_h(1 + δξ) ≥ 1: no chain
+    ("robustness", dict(a_h_variants=[0.3], b_h_variants=[0.99], delta=0.4), "chain variant"),
 ])
 def test_bad_parameters_exit_before_running(name, over, match):
     from pathlib import Path

@@ -1,7 +1,7 @@
 """Finite-sample training of the focus–dilution model: sampler, exact counts form, limits, training.
 
 The training rows are sufficient statistics (query, context counts, target weights); the tests pin
-them to the sequence model (``model.sequence_loss``) and the population model (``PopulationLoss``),
+them to the sequence model (``model.loss`` on ``model.Sequences``) and the population model (``PopulationLoss``),
 check that sampled data converge to the chain, and that stacked runs train as if alone.
 """
 import numpy as np
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnflow.focus_dilution import chain as chains
-from attnflow.focus_dilution import model, training
+from attnflow.focus_dilution import model, pagesetup, training
 from attnflow.focus_dilution.model import init_params
 
 
@@ -71,14 +71,14 @@ def test_counts_form_equals_the_sequence_model(chain):
     ex = data.examples("last")
     assert ex.rows <= 300 and float(ex.weights.sum()) == pytest.approx(1.0)
     got = training.run_losses(one_run(theta), training.stack([ex], torch.float64))[0]
-    assert float(got) == pytest.approx(float(model.sequence_loss(theta, data.tokens)), rel=1e-12)
+    assert float(got) == pytest.approx(float(model.loss(theta, model.Sequences(data.tokens))), rel=1e-12)
 
 
 def test_all_positions_is_the_mean_over_prefixes(chain):
     theta = theta_at_scale(chain.d)
     data = training.MarkovSequences(chain, 200, 10, seed=0)
     got = training.run_losses(one_run(theta), training.stack([data.examples("all")], torch.float64))[0]
-    expected = np.mean([float(model.sequence_loss(theta, data.tokens[:, : t + 1])) for t in range(1, 11)])
+    expected = np.mean([float(model.loss(theta, model.Sequences(data.tokens[:, : t + 1]))) for t in range(1, 11)])
     assert float(got) == pytest.approx(expected, rel=1e-12)
 
 
@@ -209,7 +209,7 @@ def test_sharpness_at_the_origin_is_sigma0(chain):
 
 # -------------------------------------------------------------------------------- page setup
 def page_cfg(**over):
-    """The parameters of a training page (schema ``training.CYCLE``), shrunk to run in a second."""
+    """The parameters of a training page (schema ``contracts.CYCLE``), shrunk to run in a second."""
     from types import SimpleNamespace
 
     cfg = dict(chain="hub", n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4, delta=0.1, chain_seed=0, d_model=8,
@@ -221,19 +221,19 @@ def page_cfg(**over):
 def test_train_settings_are_keywords_of_train_runs():
     import inspect
 
-    kw = training.train_settings(page_cfg(lr=0.5), dtype="float64")
+    kw = pagesetup.train_settings(page_cfg(lr=0.5), dtype="float64")
     accepted = inspect.signature(training.train_runs).parameters
     assert set(kw) <= set(accepted), f"not keywords of train_runs: {set(kw) - set(accepted)}"
     assert kw["lr"] == 0.5 and kw["dtype"] == "float64" and kw["seed"] == 1
 
 
 def test_start_page_builds_the_chain_and_seeds():
-    from attnflow.focus_dilution.schemas import make_chain
+    from attnflow.focus_dilution.contracts import make_chain
 
     cfg = page_cfg()
-    markov = training.start_page(cfg)
+    markov = pagesetup.start_training_page(cfg)
     first = torch.rand(3)
-    again = training.start_page(cfg)
+    again = pagesetup.start_training_page(cfg)
     assert torch.equal(first, torch.rand(3)), "start_page does not reseed torch with cfg.seed"
     assert np.array_equal(markov.P, make_chain(cfg).P) and np.array_equal(again.P, markov.P)
 
@@ -244,8 +244,8 @@ def test_flow_and_trained_start_together_and_equal_the_explicit_calls():
     from attnflow.focus_dilution import runs
 
     cfg = page_cfg()
-    markov = training.start_page(cfg)
-    flow, trained = training.flow_and_trained(cfg, markov, dtype="float64")
+    markov = pagesetup.start_training_page(cfg)
+    flow, trained = pagesetup.flow_and_trained(cfg, markov, dtype="float64")
     horizon = cfg.lr * cfg.steps
     assert flow.t[-1] == pytest.approx(horizon) and trained.t[-1] == pytest.approx(horizon)
     for name in model.PARAM_NAMES:                                   # the same initial θ

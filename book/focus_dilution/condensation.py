@@ -58,7 +58,7 @@ euler_dt = 0.05         # Euler step of the comparison run (the spec's Δt)
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.schemas import CONDENSATION
+from attnflow.focus_dilution.contracts import CONDENSATION
 cfg = params.validate(globals(), CONDENSATION)
 
 # %%
@@ -68,7 +68,7 @@ import sympy as sp
 from attnflow import display, exercises
 from attnflow.focus_dilution import closed_forms
 from attnflow.focus_dilution.reports.condensation import condensation_report
-from attnflow.focus_dilution.schemas import start_page
+from attnflow.focus_dilution.pagesetup import start_page
 
 markov, reference = start_page(cfg)
 rep = condensation_report(cfg)

@@ -58,7 +58,7 @@ device = "auto"         # 'auto', 'cpu' or 'cuda'
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.training_pages import CYCLE
+from attnflow.focus_dilution.contracts import CYCLE
 cfg = params.validate(globals(), CYCLE)
 
 # %%

@@ -56,7 +56,7 @@ horizon_cycle = 10000.0  # end time of that run (10⁴ in the spec)
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.schemas import DILUTION
+from attnflow.focus_dilution.contracts import DILUTION
 cfg = params.validate(globals(), DILUTION)
 
 # %%
@@ -65,7 +65,7 @@ import sympy as sp
 
 from attnflow import display, exercises
 from attnflow.focus_dilution.reports import dilution
-from attnflow.focus_dilution.schemas import start_page
+from attnflow.focus_dilution.pagesetup import start_page
 
 markov, reference = start_page(cfg)
 rep = dilution.measure(cfg)       # the symbolic fit, the drive v, the main flow and the second-cycle flow

@@ -60,7 +60,7 @@ deltas_ls = [0.0125, 0.025, 0.05]  # small δ for the Lyapunov–Schmidt limit M
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.schemas import ESCAPE
+from attnflow.focus_dilution.contracts import ESCAPE
 cfg = params.validate(globals(), ESCAPE)
 
 # %%
@@ -69,7 +69,7 @@ import sympy as sp
 
 from attnflow import display, exercises
 from attnflow.focus_dilution.reports import escape
-from attnflow.focus_dilution.schemas import start_page
+from attnflow.focus_dilution.pagesetup import start_page
 
 markov, _ = start_page(cfg)       # seeds, plot style; the page's own chain (δ = `delta`)
 rep = escape.measure(cfg)         # sympy, the δ = 0 flow, the restricted flows θ_c²(δ), the δ-sweep

@@ -69,7 +69,7 @@ device = "auto"         # 'auto', 'cpu' or 'cuda'
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.training_pages import FINITE_SAMPLE
+from attnflow.focus_dilution.contracts import FINITE_SAMPLE
 cfg = params.validate(globals(), FINITE_SAMPLE)
 
 # %%

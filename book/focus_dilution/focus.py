@@ -55,7 +55,7 @@ b_h_violating = 0.5     # counter-example chain: b_h
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.schemas import FOCUS
+from attnflow.focus_dilution.contracts import FOCUS
 cfg = params.validate(globals(), FOCUS)
 
 # %%
@@ -63,7 +63,7 @@ import numpy as np
 
 from attnflow import display, exercises
 from attnflow.focus_dilution.reports.focus import focus_report
-from attnflow.focus_dilution.schemas import start_page
+from attnflow.focus_dilution.pagesetup import start_page
 
 markov, reference = start_page(cfg)
 rep = focus_report(cfg)

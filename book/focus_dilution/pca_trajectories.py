@@ -60,8 +60,8 @@ centre = False          # centre the embeddings before PCA
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.training_pages import PCA_PAGE
-cfg = params.validate(globals(), PCA_PAGE)
+from attnflow.focus_dilution.contracts import PCA_TRAJECTORIES
+cfg = params.validate(globals(), PCA_TRAJECTORIES)
 
 # %%
 from attnflow.focus_dilution.reports import pca_trajectories

@@ -62,7 +62,7 @@ device = "auto"         # 'auto', 'cpu' or 'cuda'
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.training_pages import ROBUSTNESS
+from attnflow.focus_dilution.contracts import ROBUSTNESS
 cfg = params.validate(globals(), ROBUSTNESS)
 
 # %% [markdown]

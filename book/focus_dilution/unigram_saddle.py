@@ -65,7 +65,7 @@ random_horizon = 600.0  # end time of its flow (600 in the spec)
 
 # %% tags=["hide-input"]
 from attnflow import claims, params
-from attnflow.focus_dilution.schemas import UNIGRAM_SADDLE
+from attnflow.focus_dilution.contracts import UNIGRAM_SADDLE
 cfg = params.validate(globals(), UNIGRAM_SADDLE)
 
 # %%
@@ -74,7 +74,7 @@ import sympy as sp
 
 from attnflow import display, exercises
 from attnflow.focus_dilution.reports.unigram_saddle import unigram_saddle_report
-from attnflow.focus_dilution.schemas import start_page
+from attnflow.focus_dilution.pagesetup import start_page
 
 markov, reference = start_page(cfg)
 rep = unigram_saddle_report(cfg)

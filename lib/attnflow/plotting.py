@@ -24,7 +24,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 __all__ = ["use_style", "PALETTE", "MODEL_COLORS", "STAGE_COLORS", "subplots", "savefig", "provenance",
-           "read_provenance", "display_scale", "MAX_WIDTH", "COLUMN_PX", "FIGURE_DPI", "SMALLEST_FONT_PT"]
+           "read_provenance", "display_scale", "shade_stages", "MAX_WIDTH", "COLUMN_PX", "FIGURE_DPI",
+           "SMALLEST_FONT_PT"]
 
 PALETTE = sns.color_palette("colorblind")
 # The four sharpening parametrizations keep one colour everywhere in the book.
@@ -210,3 +211,38 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.5, height: float =
     if total > MAX_WIDTH:
         width = MAX_WIDTH / ncols
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kw)
+
+
+def shade_stages(ax, spans, *, clip: bool = False, labels: bool = False, min_label_width: float = 0.03,
+                 alpha: float = 1.0) -> None:
+    """Shade focus–dilution stages behind the curves of ``ax`` (the one stage-shading helper of the book).
+
+    spans: (stage, t0, t1) or (stage, t0, t1, tag) with stage a key of ``STAGE_COLORS``; empty,
+        reversed or non-finite intervals are skipped. clip: shade only the part in the current x-limits
+        and keep them (call after plotting). labels: write each span's ``tag`` (default: the stage's
+        initial) at the top where the span covers at least ``min_label_width`` of the axis.
+    """
+    import math
+
+    import matplotlib.transforms as mtransforms
+
+    if clip or labels:
+        x0, x1 = ax.get_xlim()
+        log = ax.get_xscale() == "log"
+        scale = (lambda x: math.log(max(x, 1e-300))) if log else (lambda x: x)
+        trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    for span in spans:
+        stage, a, b = span[:3]
+        if stage not in STAGE_COLORS:
+            raise ValueError(f"unknown stage {stage!r}; known: {', '.join(STAGE_COLORS)}")
+        if clip:
+            a, b = max(a, x0), min(b, x1)
+        if not (math.isfinite(a) and math.isfinite(b) and b > a):
+            continue
+        ax.axvspan(a, b, color=STAGE_COLORS[stage], alpha=alpha, zorder=0, lw=0)
+        if labels and (scale(b) - scale(a)) / (scale(x1) - scale(x0)) >= min_label_width:
+            tag = span[3] if len(span) > 3 else stage[0].upper()
+            mid = math.exp(0.5 * (scale(a) + scale(b))) if log else 0.5 * (a + b)
+            ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=8, color="0.3")
+    if clip:
+        ax.set_xlim(x0, x1)

@@ -12,7 +12,8 @@ Theory modules:
 - ``spectrum``      the flow's Jacobian at a critical point, by block; the redistribution drive.
 - ``runs``          population gradient flows (BDF + autograd Jacobian), Euler, projections.
 - ``escape``        escape statistics of the δ-sweep and the Lyapunov–Schmidt limit.
-- ``schemas``, ``targets``  page parameters and the spec's regression targets.
+- ``contracts``, ``pagesetup``, ``targets``  page parameters (every page's schema), the pages' set-up
+  (one seeding policy) and the spec's regression targets.
 
 Training on sampled sequences, stage detection, PCA and real text live in the other modules of
 this package (``training``, ``stages``, ``pca``, ``realtext``).

@@ -179,7 +179,7 @@ def sample_sequences(chain: MarkovChain, n_samples: int, seq_len: int,
     """N token sequences of length s + 1 started in stationarity, (N, s + 1) int64.
 
     Columns 0..s−1 are the context x_1..x_s (the last one is the query); column s is the target
-    x_{s+1}. For finite-sample training of ``model.sequence_loss`` (spec §5.2, Q7).
+    x_{s+1}. For finite-sample training of ``model.loss`` on ``model.Sequences`` (spec §5.2, Q7).
     """
     P, pi = chain.tensors()
     x = torch.empty(n_samples, seq_len + 1, dtype=torch.long)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnflow.focus_dilution import closed_forms
+from attnflow.focus_dilution import closed_forms, model
 from attnflow.focus_dilution.model import PopulationLoss
 
 __all__ = ["quantities", "Trajectory", "fit_rate", "cos", "effective_rank", "first_time", "level_times"]
@@ -45,7 +45,8 @@ def quantities(states: dict[str, torch.Tensor], loss: PopulationLoss) -> dict[st
     chain = loss.chain
     pi, d, hub = chain.pi, chain.d, chain.hub
     with torch.no_grad():
-        out = loss.forward(states)
+        out = model.forward(states, loss.population, loss.score_scale)
+        L = model.cross_entropy(out, loss.population)
         W0, W1 = states["W0"], states["W1"]
         M = states["WQ"] @ states["WK"].transpose(-1, -2)                      # (T, m, m)
         U0, s0, V0t = torch.linalg.svd(W0, full_matrices=False)                # (T, d, r), (T, r), (T, r, m)
@@ -61,12 +62,12 @@ def quantities(states: dict[str, torch.Tensor], loss: PopulationLoss) -> dict[st
         pi_hat = torch.as_tensor(pi / np.linalg.norm(pi), dtype=W0.dtype)
         v_hat = torch.as_tensor((pi - 1 / d) / np.linalg.norm(pi - 1 / d), dtype=W0.dtype)
         mode0 = torch.linalg.vector_norm(W0.transpose(-1, -2) @ pi_hat + W1 @ v_hat, dim=-1)   # (T,)
-    A, P_hat = out["A"].numpy(), out["P_hat"].numpy()
+    A, P_hat = out.attention.numpy(), out.log_probs.exp().numpy()
     s0n = s0.numpy()
     ent = -(A * np.log(A)).sum(-1)                                             # (T, d) per query
     Mp = closed_forms.M_perp(A, P_hat, chain)                                  # (T, d, d)
     return {
-        "loss": out["L"].numpy(),
+        "loss": L.numpy(),
         "sv_W0": s0n, "sv_W1": s1.numpy(),
         "sigma1": s0n[:, 0], "sigma2": s0n[:, 1] if s0n.shape[1] > 1 else np.zeros(len(s0n)),
         "eff_rank_W0": effective_rank(s0n), "eff_rank_W1": effective_rank(s1.numpy()),

@@ -32,8 +32,8 @@ o = Σ A h_k, logits oᵀ W1 — applied to
 
 Fast paths kept (tested against :func:`forward`/autograd): :class:`PopulationLoss` (the fused
 population loss the flows differentiate) and :class:`PopulationGrad` (the closed-form backward pass
-of §4.3 in numpy, ~10× cheaper per call inside the ODE solver). ``population_forward``,
-``sequence_forward`` and ``sequence_loss`` are the older names, kept as thin aliases.
+of §4.3 in numpy, ~10× cheaper per call inside the ODE solver). :func:`cross_entropy` turns one
+forward's output into the loss, so a caller that needs both (the stage quantities) runs one forward.
 """
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ import torch
 from attnflow.focus_dilution.chain import MarkovChain
 
 __all__ = ["PARAM_NAMES", "ModelConfig", "Population", "Sequences", "Counts", "ModelOutput", "forward", "loss",
-           "init_params", "rank_one_params", "population_forward", "PopulationLoss", "PopulationGrad",
-           "sequence_forward", "sequence_loss", "hessian", "param_shapes"]
+           "cross_entropy", "init_params", "rank_one_params", "PopulationLoss", "PopulationGrad", "hessian",
+           "param_shapes"]
 
 PARAM_NAMES = ("W0", "WQ", "WK", "W1")
 
@@ -204,7 +204,11 @@ def forward(theta: dict[str, torch.Tensor], data: Data, score_scale: float = 1.0
 def loss(theta: dict[str, torch.Tensor], data: Data, score_scale: float = 1.0) -> torch.Tensor:
     """The model's loss on ``data``: the population cross-entropy L(θ) (…,) for a chain, the mean
     next-token cross-entropy for :class:`Sequences`, −Σ targets·log P̂ for :class:`Counts`."""
-    out = forward(theta, data, score_scale)
+    return cross_entropy(forward(theta, data, score_scale), data)
+
+
+def cross_entropy(out: ModelOutput, data: Data) -> torch.Tensor:
+    """The loss of a forward's output ``out`` on the ``data`` it was computed for (see :func:`loss`)."""
     if isinstance(data, (MarkovChain, Population)):
         pop = _as_population(data, out.logits.dtype, out.logits.device)
         return -((pop.pi[:, None] * pop.P) * out.log_probs).sum((-1, -2))
@@ -215,15 +219,6 @@ def loss(theta: dict[str, torch.Tensor], data: Data, score_scale: float = 1.0) -
     if not isinstance(data, Sequences):
         raise TypeError("the sequence loss needs Sequences (B, s + 1) with the target as last token")
     return torch.nn.functional.cross_entropy(out.logits, data.tokens[:, -1])
-
-
-def population_forward(theta: dict[str, torch.Tensor], P: torch.Tensor, pi: torch.Tensor,
-                       score_scale: float = 1.0) -> dict[str, torch.Tensor]:
-    """Old name: :func:`forward` on the population as a dict S, A, O, Z, P_hat, L (query-indexed)."""
-    pop = Population(P, pi)
-    out = forward(theta, pop, score_scale)
-    L = -((pi[:, None] * P) * out.log_probs).sum((-1, -2))
-    return {"S": out.scores, "A": out.attention, "O": out.attended, "Z": out.logits, "P_hat": out.log_probs.exp(), "L": L}
 
 
 class PopulationLoss:
@@ -247,9 +242,10 @@ class PopulationLoss:
         Z = torch.softmax(S, dim=-1) @ W0 @ W1                                          # (…, d, d)
         return -(self.F * torch.log_softmax(Z, dim=-1)).sum((-1, -2))
 
-    def forward(self, theta: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Intermediate quantities (see :func:`population_forward`)."""
-        return population_forward(theta, self.P, self.pi, self.score_scale)
+    @property
+    def population(self) -> Population:
+        """The chain's tensors as the :func:`forward` data form."""
+        return Population(self.P, self.pi)
 
 
 class PopulationGrad:
@@ -294,20 +290,6 @@ class PopulationGrad:
         G_W0 = A.T @ G_O + c * (G_S @ W0 @ M.T + G_S.T @ W0 @ M)  # (d, m)
         G_M = c * (W0.T @ G_S @ W0)                               # (m, m)
         return np.concatenate([G_W0.ravel(), (G_M @ WK).ravel(), (G_M.T @ WQ).ravel(), (O.T @ G_Z).ravel()])
-
-
-def sequence_forward(theta: dict[str, torch.Tensor], tokens: torch.Tensor,
-                     score_scale: float = 1.0) -> dict[str, torch.Tensor]:
-    """Old name: :func:`forward` on contexts (B, s) as a dict scores (B, s), attention (B, s),
-    o (B, m), logits (B, d)."""
-    out = forward(theta, tokens, score_scale)
-    return {"scores": out.scores, "attention": out.attention, "o": out.attended, "logits": out.logits}
-
-
-def sequence_loss(theta: dict[str, torch.Tensor], batch: torch.Tensor, score_scale: float = 1.0) -> torch.Tensor:
-    """Old name: :func:`loss` on :class:`Sequences` (B, s + 1); tends to the population loss as
-    N, s → ∞ (spec §4.3, Q7)."""
-    return loss(theta, Sequences(batch), score_scale)
 
 
 def hessian(loss, theta: dict[str, torch.Tensor]) -> tuple[np.ndarray, list[tuple[str, slice]]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["EmbeddingPCA", "embedding_pca", "phase_movements", "plot_phases", "PCA_PAGE"]
+__all__ = ["EmbeddingPCA", "embedding_pca", "phase_movements", "plot_phases"]
 
 
 @dataclass
@@ -90,11 +90,3 @@ def plot_phases(axes, p: EmbeddingPCA, t: np.ndarray, windows: list[tuple[str, f
         ax.axhline(0, color="0.6", lw=0.6)
         ax.axvline(0, color="0.6", lw=0.6)
         ax.set(title=f"{name}\nt ∈ [{t0:.0f}, {t1:.0f}]", xlabel="PC1", ylabel="PC2")
-
-
-def __getattr__(name: str):
-    if name == "PCA_PAGE":              # the page's schema lives with the other training pages' contracts
-        from attnflow.focus_dilution.training_pages import PCA_PAGE
-
-        return PCA_PAGE
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -314,27 +314,14 @@ def legend_handles():
 
 
 def shade(ax, st: Stages, *, labels: bool = True, min_label_width: float = 0.03, alpha: float = 1.0) -> None:
-    """Shade each detected stage behind the curves of ``ax`` (STAGE_COLORS) and write its initial
-    (C, P, F, D, E, with the cycle for F, D) at the top where the span is wide enough to read."""
-    import matplotlib.transforms as mtransforms
+    """Shade each detected stage behind the curves of ``ax`` (``plotting.shade_stages``, clipped to the
+    view: call after plotting) and write its initial (C, P, F, D, E, with the cycle for F, D) at the top
+    where the span is wide enough to read."""
+    from attnflow.plotting import shade_stages
 
-    from attnflow.plotting import STAGE_COLORS
-
-    trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    x0, x1 = ax.get_xlim()
-    log = ax.get_xscale() == "log"
-    scale = (lambda x: np.log(max(x, 1e-300))) if log else (lambda x: x)
-    width = scale(x1) - scale(x0)
-    for s in st.stages:
-        a, b = max(s.start, x0), min(s.end, x1)                       # the part of the stage in view
-        if b <= a:
-            continue
-        ax.axvspan(a, b, color=STAGE_COLORS[s.name], alpha=alpha, zorder=0, lw=0)
-        if labels and (scale(b) - scale(a)) / width >= min_label_width:
-            tag = s.name[0].upper() + (str(s.cycle) if s.name in ("focus", "dilution") else "")
-            mid = np.exp(0.5 * (scale(a) + scale(b))) if log else 0.5 * (a + b)
-            ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=8, color="0.3")
-    ax.set_xlim(x0, x1)
+    spans = [(s.name, s.start, s.end, s.name[0].upper() + (str(s.cycle) if s.name in ("focus", "dilution") else ""))
+             for s in st.stages]
+    shade_stages(ax, spans, clip=True, labels=labels, min_label_width=min_label_width, alpha=alpha)
 
 
 def signals(run) -> dict[str, np.ndarray]:

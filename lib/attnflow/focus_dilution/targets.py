@@ -11,19 +11,10 @@ from __future__ import annotations
 __all__ = ["SPEC", "EULER_T3000", "EULER_CYCLE", "half_unit"]
 
 
-def half_unit(*args: float) -> float:
-    """Half a unit in the last printed decimal place, ``half_unit(digits)`` = 0.5·10^(−digits): the
-    rounding error of a target printed with ``digits`` decimals (the same signature as
-    ``attnflow.sharpening.targets.half_unit``).
-
-    The older two-argument form ``half_unit(value, digits)`` is still accepted (its first argument
-    was never used: the rounding of a printed decimal does not depend on the value) until the
-    dilution and escape pages drop it.
-    """
-    if len(args) not in (1, 2):
-        raise TypeError(f"half_unit(digits) takes one argument, received {len(args)}")
-    digits = args[-1]
-    if int(digits) != digits or digits < 0:
+def half_unit(digits: int) -> float:
+    """Half a unit in the last printed decimal place, 0.5·10^(−digits): the rounding error of a target
+    printed with ``digits`` decimals (the same signature as ``attnflow.sharpening.targets.half_unit``)."""
+    if isinstance(digits, bool) or int(digits) != digits or digits < 0:
         raise ValueError(f"digits must be a non-negative integer, received {digits!r}")
     return 0.5 * 10.0 ** (-int(digits))
 

@@ -27,18 +27,6 @@ from attnflow.focus_dilution.samples import POSITIONS, Examples, MarkovContexts,
 __all__ = ["MarkovSequences", "MarkovContexts", "Examples", "population_examples", "stack", "forward", "run_losses",
            "RunSpec", "TrainRun", "train_runs", "low_hub_attention", "sharpness", "POSITIONS", "OPTIMIZERS", "DTYPES"]
 
-# the page set-up and schemas moved to ``training_pages``; these names still resolve from here
-_MOVED = ("start_page", "train_settings", "page_flow", "flow_and_trained", "CYCLE", "FINITE_SAMPLE", "ROBUSTNESS")
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        from attnflow.focus_dilution import training_pages
-
-        return getattr(training_pages, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 OPTIMIZERS = ("gd", "adam")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -29,7 +29,7 @@ import numpy as np
 from attnflow import claims
 from attnflow.focus_dilution import closed_forms, measure, model, runs, symbolic
 from attnflow.focus_dilution.chain import MarkovChain
-from attnflow.focus_dilution.schemas import is_reference, make_chain
+from attnflow.focus_dilution.contracts import is_reference, make_chain
 from attnflow.focus_dilution.targets import SPEC, half_unit
 from attnflow.focus_dilution.reports import SpecGluedReport
 from attnflow.report import PageReport  # noqa: F401
@@ -125,7 +125,7 @@ class CondensationReport(SpecGluedReport):
     # ---- figure --------------------------------------------------------------------------------
     def figures(self) -> list:
         from attnflow import plotting
-        from attnflow.focus_dilution.reports.focus import shade_stages
+        from attnflow.plotting import shade_stages
         from attnflow.plotting import PALETTE
 
         t, q, markov = self._t, self._q, self._chain

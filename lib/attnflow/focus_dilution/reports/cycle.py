@@ -1,6 +1,6 @@
 """Report of the cycle page (spec focus_dilution.md §6 time-line; claims B1, B6, B7, B9, B14).
 
-    rep = cycle.measure(cfg)        # cfg: the page's validated parameters (training_pages.CYCLE)
+    rep = cycle.measure(cfg)        # cfg: the page's validated parameters (contracts.CYCLE)
     rep.glue(); rep.figures(); rep.check_claims()
 
 The population flow and ``n_seeds`` runs of full-batch GD on sampled sequences (data seeds
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
-from attnflow.focus_dilution import closed_forms, stages, training, training_pages
+from attnflow.focus_dilution import closed_forms, pagesetup, stages, training
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.report import PageReport
 
@@ -282,9 +282,9 @@ def _mode(values: list[int]) -> int:
 
 def measure(cfg) -> CycleReport:
     """Run the page: the flow, the seeds' training, the stages and every measurement."""
-    chain = training_pages.start_page(cfg)
+    chain = pagesetup.start_training_page(cfg)
     horizon = cfg.lr * cfg.steps
-    flow = training_pages.page_flow(cfg, chain)
+    flow = pagesetup.page_flow(cfg, chain)
     st_flow = stages.detect_run(flow)
     lam_times = np.linspace(0.2 * horizon, horizon, 5)
     esc = st_flow.get("escape")
@@ -306,7 +306,7 @@ def measure(cfg) -> CycleReport:
     train_domain = flow_domain & claims.domain(
         ("the flow from the same θ(0) completes the cycle within the horizon", st_flow.has_cycle(), st_flow.letters()),
         ("GD stable through the flow's escape: η λ_max < 2 there", bool(lam_esc < 2), f"η λ_max = {lam_esc:.3g}"))
-    trained = training_pages.trained_runs(cfg, chain, dtype="float32")
+    trained = pagesetup.trained_runs(cfg, chain, dtype="float32")
     st_tr = [stages.detect_run(r) for r in trained]
     per_seed = [run_measures(r, s, chain, cfg.score_scale) for r, s in zip(trained, st_tr)]
     fm = run_measures(flow, st_flow, chain, cfg.score_scale)

@@ -1,6 +1,6 @@
 """Report of the dilution page (spec focus_dilution.md R4; claims B7, B14).
 
-    rep = dilution.measure(cfg)     # cfg: the page's validated parameters (schemas.DILUTION)
+    rep = dilution.measure(cfg)     # cfg: the page's validated parameters (contracts.DILUTION)
     rep.glue(); rep.figures(); rep.check_claims()
 
 Three measurements: the next-order drive v = −∂_κ∇_aL₁ at θ_c¹ (autograd), the exact flow of the
@@ -28,7 +28,7 @@ import numpy as np
 from attnflow import claims
 from attnflow.focus_dilution import closed_forms, measure as fmeasure, model, runs, spectrum, symbolic
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
-from attnflow.focus_dilution.schemas import is_reference, make_chain
+from attnflow.focus_dilution.contracts import is_reference, make_chain
 from attnflow.focus_dilution.targets import EULER_CYCLE, EULER_T3000, SPEC, half_unit
 from attnflow.report import PageReport
 
@@ -378,7 +378,7 @@ class DilutionReport(PageReport):
         """Top row: amplitudes, the rare queries' attention to the hub, the loss (main run, stage
         spans shaded); bottom row: v against π, the second cycle's hub attention and entropy, its loss."""
         from attnflow import plotting
-        from attnflow.plotting import PALETTE, STAGE_COLORS
+        from attnflow.plotting import PALETTE
 
         chain, q, t = self.chain, self.run.q, self.run.t
         pi, hub = chain.pi, chain.hub
@@ -393,9 +393,7 @@ class DilutionReport(PageReport):
                  ("focus", self.t_onset, self.t_peak), ("dilution", self.t_peak, t_settle), ("plateau", t_settle, t[-1])]
         ax = axes[0]
         for a_ in ax:
-            for name, lo, hi in spans:
-                if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
-                    a_.axvspan(lo, hi, color=STAGE_COLORS[name], zorder=0)
+            plotting.shade_stages(a_, spans)
         ax[0].plot(t, amp[:, hub], color=PALETTE[0], label="frequent token")
         ax[0].plot(t, amp[:, low].mean(1), color=PALETTE[1], label="rare tokens (mean)")
         ax[0].axhline(0, color="k", lw=0.6)
@@ -437,7 +435,7 @@ class DilutionReport(PageReport):
 
 
 def measure(cfg) -> DilutionReport:
-    """Run the page's measurements for its validated parameters ``cfg`` (schemas.DILUTION)."""
+    """Run the page's measurements for its validated parameters ``cfg`` (contracts.DILUTION)."""
     chain = make_chain(cfg)
     is_hub = cfg.chain == "hub"
     symmetric_family = is_hub and cfg.delta == 0.0

@@ -1,6 +1,6 @@
 """Report of the escape page (spec focus_dilution.md R5; claims B8, B9, B15, B16).
 
-    rep = escape.measure(cfg)       # cfg: the page's validated parameters (schemas.ESCAPE)
+    rep = escape.measure(cfg)       # cfg: the page's validated parameters (contracts.ESCAPE)
     rep.glue(); rep.figures(); rep.check_claims()
 
 Measurements: the sympy derivation (transverse block, degenerate point, Lyapunov–Schmidt), the
@@ -29,7 +29,7 @@ import numpy as np
 from attnflow import claims
 from attnflow.focus_dilution import closed_forms, escape, runs, symbolic
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
-from attnflow.focus_dilution.schemas import is_reference
+from attnflow.focus_dilution.contracts import is_reference
 from attnflow.focus_dilution.targets import SPEC, half_unit
 from attnflow.report import PageReport
 
@@ -284,7 +284,7 @@ class EscapeReport(PageReport):
         """Top: trapping at δ = 0, σ₂(W0) of the sweep with its windows, rate vs δ; bottom: escape
         time vs 1/δ, the singular values of W0 in the next cycle, the loss of the sweep."""
         from attnflow import plotting
-        from attnflow.plotting import PALETTE, STAGE_COLORS
+        from attnflow.plotting import PALETTE
 
         q0, t0, sym = self.run0.q, self.run0.t, self.symmetric
         fig, axes = plotting.subplots(2, 3, width=3.6, height=2.9)
@@ -292,7 +292,7 @@ class EscapeReport(PageReport):
         ax[0].semilogy(t0, q0["sigma2"], color=PALETTE[0], label=r"$\sigma_2(W_0)$")
         ax[0].semilogy(t0, q0["M_perp_smax"], color=PALETTE[3], label=r"$\sigma_{\max}(M_\perp)$")
         if self.settled:
-            ax[0].axvspan(self.t_settle, t0[-1], color=STAGE_COLORS["plateau"], zorder=0)
+            plotting.shade_stages(ax[0], [("plateau", self.t_settle, float(t0[-1]))])
         ax[0].set(xlabel="t", title=r"$\delta=0$: trapped at $\theta_c^2$")
         ax[0].legend(fontsize=8)
         colors = [PALETTE[i % len(PALETTE)] for i in range(len(self.sweep))]
@@ -347,7 +347,7 @@ def _symbolic() -> tuple[Any, Any, Any, int, float]:
 
 
 def measure(cfg) -> EscapeReport:
-    """Run the page's measurements for its validated parameters ``cfg`` (schemas.ESCAPE)."""
+    """Run the page's measurements for its validated parameters ``cfg`` (contracts.ESCAPE)."""
     def chain_at(d_):
         return hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, d_)
 

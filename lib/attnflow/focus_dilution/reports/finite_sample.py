@@ -2,7 +2,7 @@
 sequences of length s, over an N- and an s-sweep and ``n_seeds`` data seeds, against the same GD
 on the population loss and the exact flow, all from the same θ(0).
 
-    rep = finite_sample.measure(cfg)   # cfg: the page's validated parameters (training_pages.FINITE_SAMPLE)
+    rep = finite_sample.measure(cfg)   # cfg: the page's validated parameters (contracts.FINITE_SAMPLE)
     rep.glue(); rep.figures(); rep.check_claims()
 
 **Domains.** B4 (the θ_c¹ plateau of a fit to N samples exceeds H(π) by χ²_{d−1}/(2N)) is
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
-from attnflow.focus_dilution import closed_forms, stages, training, training_pages
+from attnflow.focus_dilution import closed_forms, pagesetup, stages, training
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
 from attnflow.report import PageReport
@@ -204,7 +204,7 @@ class FiniteSampleReport(PageReport):
 
     def _seed_slopes(self) -> list[float]:
         out = []
-        for seed in training_pages.data_seeds(self.cfg):
+        for seed in pagesetup.data_seeds(self.cfg):
             rs = [r for r in self.rows[1:] if r.seed == seed]
             out.append(_slope([r.N * r.s for r in rs], [r.drift for r in rs]))
         return out
@@ -219,11 +219,11 @@ def measure(cfg) -> FiniteSampleReport:
     """Train the population run and every (N, s, seed) run, run the flow, summarise."""
     from attnflow import device
 
-    chain = training_pages.start_page(cfg)
+    chain = pagesetup.start_training_page(cfg)
     N_max, s_max = max(cfg.n_samples), max(cfg.seq_len)
     grid = sorted({(N, s_max) for N in cfg.n_samples} | {(N_max, s) for s in cfg.seq_len})
-    seeds = training_pages.data_seeds(cfg)
-    kw = training_pages.train_settings(cfg, dtype="float64")     # float64: compared with the float64 flow
+    seeds = pagesetup.data_seeds(cfg)
+    kw = pagesetup.train_settings(cfg, dtype="float64")     # float64: compared with the float64 flow
     sampled, train_s = {}, 0.0
     with device.single_threaded():
         population = training.train_runs([training.RunSpec(chain, training.population_examples(chain), "population")],
@@ -234,7 +234,7 @@ def measure(cfg) -> FiniteSampleReport:
             group = training.train_runs(specs, **kw)
             sampled.update({r.label: r for r in group})
             train_s += group[0].wall_s
-    flow = training_pages.page_flow(cfg, chain)
+    flow = pagesetup.page_flow(cfg, chain)
     st = {key: stages.detect_run(r) for key, r in sampled.items()}
     st_pop = stages.detect_run(population)
     focus = [x.get("focus", 1).start for x in [st_pop, *st.values()]]

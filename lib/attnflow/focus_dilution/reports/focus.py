@@ -34,30 +34,18 @@ from attnflow import claims
 from attnflow.focus_dilution import closed_forms, measure, model, runs, spectrum, symbolic
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.focus_dilution.reports.unigram_saddle import SEPARATION, contraction_rate
-from attnflow.focus_dilution.schemas import is_reference, make_chain
+from attnflow.focus_dilution.contracts import is_reference, make_chain
 from attnflow.focus_dilution.targets import EULER_T3000, SPEC, half_unit
 from attnflow.focus_dilution.reports import SpecGluedReport
 from attnflow.report import PageReport  # noqa: F401
 
-__all__ = ["FocusReport", "focus_report", "shade_stages", "STAGE_ORDER"]
+__all__ = ["FocusReport", "focus_report", "STAGE_ORDER"]
 
 STAGE_ORDER = ("condensation", "plateau", "focus", "dilution", "escape")
 ONSET = 0.01              # the onset of focus: first time some A_ik leaves π_k by this much
 AMP_DRIFT = 0.15          # amplitudes left απ by more than this at the onset: redistribution is under way (probed:
                           # sign pattern held at drifts 0.07–0.11, failed at 0.20 and 0.58; most tilted query failed at 0.30)
 T_MAX = 2e5               # longest flow integrated: chains with a slower attention mode do not focus by then
-
-
-def shade_stages(ax, spans) -> None:
-    """Shade stage intervals on a time axis: spans = [(stage, t0, t1), ...] with stage one of
-    ``STAGE_ORDER`` (colours ``plotting.STAGE_COLORS``); empty or reversed intervals are skipped."""
-    from attnflow.plotting import STAGE_COLORS
-
-    for stage, t0, t1 in spans:
-        if stage not in STAGE_COLORS:
-            raise ValueError(f"unknown stage {stage!r}; known: {', '.join(STAGE_COLORS)}")
-        if np.isfinite(t0) and np.isfinite(t1) and t1 > t0:
-            ax.axvspan(t0, t1, color=STAGE_COLORS[stage], zorder=0)
 
 
 def sign_pattern_ok(gain: np.ndarray, chain: MarkovChain, g: float, dA: np.ndarray) -> bool:
@@ -172,7 +160,7 @@ class FocusReport(SpecGluedReport):
         spans = [("condensation", 0, self.t_cond), ("plateau", self.t_cond, self.t_onset),
                  ("focus", self.t_onset, self.t_peak), ("dilution", self.t_peak, t[-1])]
         for a_ in ax[:2]:
-            shade_stages(a_, spans)
+            plotting.shade_stages(a_, spans)
         ax[0].plot(t, A[:, hub, hub], color=PALETTE[0], label="frequent query")
         for j, i in enumerate(low):
             ax[0].plot(t, A[:, i, hub], color=PALETTE[1], lw=1.2, label="rare queries" if j == 0 else None)
@@ -195,13 +183,13 @@ class FocusReport(SpecGluedReport):
         for j, i in enumerate([i for i in range(vio.d) if i != hub_v]):
             ax[0].plot(tv, Av[:, i, hub_v], color=PALETTE[1], lw=1.2, label="rare queries" if j == 0 else None)
         ax[0].axhline(pi_v[hub_v], ls=":", color="k", lw=1)
-        shade_stages(ax[0], [("focus", self.t_onset_v, tv[-1])])
+        plotting.shade_stages(ax[0], [("focus", self.t_onset_v, tv[-1])])
         ax[0].set(xlabel="t", ylabel=r"$A_{i,\rm hub}$", title="violating chain ($g<0$): attention to the hub")
         ax[0].legend(fontsize="x-small")
         for k in range(vio.d):
             ax[1].plot(tv, Av[:, hub_v, k], lw=1.4, color=PALETTE[0] if k == hub_v else PALETTE[1 + (k % 5)],
                        label="hub key" if k == hub_v else (f"rare key {k}" if k < 3 else None))
-        shade_stages(ax[1], [("focus", self.t_onset_v, tv[-1])])
+        plotting.shade_stages(ax[1], [("focus", self.t_onset_v, tv[-1])])
         ax[1].set(xlabel="t", title="frequent query's attention row")
         ax[1].legend(fontsize="x-small")
         width = 0.38

@@ -2,7 +2,7 @@
 the embedding trajectories h_k(t) of the population flow and of ``n_seeds`` trained runs (data
 seeds ``data_seed``, … as one batch), split into phases at the stages the detector finds.
 
-    rep = pca_trajectories.measure(cfg)     # cfg: the page's validated parameters (training_pages.PCA_PAGE)
+    rep = pca_trajectories.measure(cfg)     # cfg: the page's validated parameters (contracts.PCA_TRAJECTORIES)
     rep.glue(); rep.figures(); rep.check_claims()
 
 **Domains.** The three movements are those of one focus–dilution cycle followed by an escape:
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
-from attnflow.focus_dilution import pca, stages, training_pages
+from attnflow.focus_dilution import pagesetup, pca, stages
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
 from attnflow.report import PageReport
@@ -169,9 +169,9 @@ def _mean(xs) -> float:
 
 
 def measure(cfg) -> PCAReport:
-    chain = training_pages.start_page(cfg)
-    flow = training_pages.page_flow(cfg, chain)
-    trained = training_pages.trained_runs(cfg, chain)
+    chain = pagesetup.start_training_page(cfg)
+    flow = pagesetup.page_flow(cfg, chain)
+    trained = pagesetup.trained_runs(cfg, chain)
     f = phases("flow", flow, chain, cfg.n_components, cfg.centre)
     tr = [phases(r.label, r, chain, cfg.n_components, cfg.centre) for r in trained]
     m = lambda key: _mean([getattr(p, key) for p in tr])  # noqa: E731

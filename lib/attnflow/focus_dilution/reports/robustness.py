@@ -1,7 +1,7 @@
 """Report of the robustness page (claims B3, B5, B6, B8, B9, B15): ε-, width-, δ- and chain sweeps
 of population GD (one batch), an Adam run, and ``n_seeds`` runs on sampled data at δ = 0.
 
-    rep = robustness.measure(cfg)    # cfg: the page's validated parameters (training_pages.ROBUSTNESS)
+    rep = robustness.measure(cfg)    # cfg: the page's validated parameters (contracts.ROBUSTNESS)
     rep.glue(); rep.figures(); rep.check_claims()
 
 **Domains** (from the parameters and the state before measuring): the plateau slope (B5) needs
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
-from attnflow.focus_dilution import closed_forms, escape, model, stages, training, training_pages
+from attnflow.focus_dilution import closed_forms, escape, model, pagesetup, stages, training
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
-from attnflow.focus_dilution.schemas import make_chain
+from attnflow.focus_dilution.contracts import make_chain
 from attnflow.focus_dilution.targets import SPEC
 from attnflow.focus_dilution.reports.cycle import check_mean
 from attnflow.report import PageReport
@@ -241,7 +241,7 @@ def measure(cfg) -> RobustnessReport:
         adam = training.train_runs([training.RunSpec(chain, training.population_examples(chain), ("optimizer", "adam"))],
                                    optimizer="adam", lr=cfg.adam_lr, steps=cfg.adam_steps, record_every=5,
                                    init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, **common)[0]
-    sampled = training_pages.trained_runs(cfg, symmetric, dtype="float32")
+    sampled = pagesetup.trained_runs(cfg, symmetric, dtype="float32")
     runs_by = {r.label: r for r in sweep}
     st_by = {k: stages.detect_run(r) for k, r in runs_by.items()}
     st_adam, st_sampled = stages.detect_run(adam), [stages.detect_run(r) for r in sampled]

@@ -30,7 +30,7 @@ import numpy as np
 from attnflow import claims
 from attnflow.focus_dilution import closed_forms, measure, model, runs, spectrum, symbolic
 from attnflow.focus_dilution.chain import MarkovChain, dirichlet_chain
-from attnflow.focus_dilution.schemas import is_reference, make_chain
+from attnflow.focus_dilution.contracts import is_reference, make_chain
 from attnflow.focus_dilution.targets import SPEC, half_unit
 from attnflow.focus_dilution.reports import SpecGluedReport
 from attnflow.report import PageReport  # noqa: F401
@@ -242,7 +242,7 @@ class UnigramSaddleReport(SpecGluedReport):
     # ---- figure --------------------------------------------------------------------------------
     def figures(self) -> list:
         from attnflow import plotting
-        from attnflow.focus_dilution.reports.focus import shade_stages
+        from attnflow.plotting import shade_stages
         from attnflow.plotting import PALETTE
 
         pr, markov, g = self._plateau, self._chain, self.g

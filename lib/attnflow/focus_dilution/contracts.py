@@ -1,6 +1,9 @@
-"""Parameter schemas of the focus–dilution pages (DESIGN.md principle 5) and the chain they build.
+"""The parameter contracts of every focus–dilution page (DESIGN.md principle 5) and the chain they build.
 
-Every page shares the chain and model parameters below; ``make_chain(cfg)`` builds the chain,
+One schema per page: the theory pages (CONDENSATION, UNIGRAM_SADDLE, FOCUS, DILUTION, ESCAPE) and the
+training pages (CYCLE, FINITE_SAMPLE, ROBUSTNESS, PCA_TRAJECTORIES, with their cost estimates). Every
+rule a page's parameters must satisfy is a rule of its schema, so a bad value stops the run before any
+computation (exit 2) with the rule that failed. Every page shares the chain and model parameters below; ``make_chain(cfg)`` builds the chain,
 ``is_reference(cfg)`` says whether the spec's regression targets (claims B12–B17) apply:
 they were computed for the §5.2 chain with n = 4, a_h = 0.5, b_h = 0.3, c_cyc = 0.4, m = 8,
 c = 1, ε = 10⁻³ and init seed 1; for any other chain a page checks the closed forms against
@@ -8,11 +11,16 @@ the flow and reports (not checks) the spec's numbers.
 """
 from __future__ import annotations
 
+from attnflow.device import DEVICES
 from attnflow.focus_dilution.chain import REFERENCE, ChainError, MarkovChain, dirichlet_chain, hub_family
 from attnflow.params import Param, ParameterError, Schema
 
-__all__ = ["CONDENSATION", "UNIGRAM_SADDLE", "FOCUS", "DILUTION", "ESCAPE", "make_chain", "is_reference",
-           "start_page", "REFERENCE_MODEL"]
+__all__ = ["CONDENSATION", "UNIGRAM_SADDLE", "FOCUS", "DILUTION", "ESCAPE", "CYCLE", "FINITE_SAMPLE", "ROBUSTNESS",
+           "PCA_TRAJECTORIES", "make_chain", "is_reference", "REFERENCE_MODEL", "COSTS", "MAX_TOKENS"]
+
+MAX_TOKENS = 10**11
+"""Most sampled tokens a page may ask for (seeds × N × s): the sampler walks every token (about
+10⁸ tokens per second here); the paper profiles use ≤ 3·10¹⁰."""
 
 REFERENCE_MODEL = dict(d_model=8, init_scale=1e-3, score_scale=1.0, seed=1)
 
@@ -49,20 +57,6 @@ def make_chain(cfg) -> MarkovChain:
         return hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, cfg.delta)
     except ChainError as e:
         raise ParameterError(f"the chain parameters do not define a valid chain: {e}") from None
-
-
-def start_page(cfg) -> tuple[MarkovChain, bool]:
-    """Set-up cell of a theory page: seed everything, the book's plot style, the chain of the
-    parameters and whether the spec's reference targets apply; prints the chain and π."""
-    import numpy as np
-
-    from attnflow import plotting, seeding
-
-    seeding.seed_everything(cfg.seed)
-    plotting.use_style()
-    markov, reference = make_chain(cfg), is_reference(cfg)
-    print(markov.name, "| π =", np.round(markov.pi, 5), "| reference configuration:", reference)
-    return markov, reference
 
 
 def _valid_chain(cfg) -> bool:
@@ -175,3 +169,147 @@ ESCAPE = Schema(
     deltas_ls=Param(list, 0.0, 0.2, "small δ for the Lyapunov–Schmidt limit M⊥(θ_c²(δ))/δ", item=float,
                     lo_open=True, min_len=2, max_len=6),
 )
+
+
+# ------------------------------------------------------------------------------ page schemas
+# Cost estimates, in seconds on 2 shared CPU cores, from timings of the book defaults: sampling
+# ~1.5·10⁻⁸ s per token and token type, a GD step ~1 ms plus ~1.2·10⁻⁷ s per (run, row, token) entry,
+# the BDF flow ~3 ms per unit of flow time. They go to ``params.Schema(cost=...)`` where it exists.
+def _flow_s(c) -> float:
+    return 3e-3 * c.lr * c.steps
+
+
+def _train_s(c, runs_: int, rows: float, steps: int | None = None) -> float:
+    return (steps or c.steps) * (1e-3 + 1.2e-7 * runs_ * rows * (c.n_low + 1) * max(1, c.d_model // 8))
+
+
+def _tokens(c) -> float:
+    ns, ss = (c.n_samples, c.seq_len) if isinstance(c.n_samples, int) else (sum(c.n_samples), max(c.seq_len))
+    return getattr(c, "n_seeds", 1) * ns * ss
+
+
+def _sample_s(c) -> float:
+    return 1.5e-8 * _tokens(c) * (c.n_low + 1)
+
+
+def _cycle_cost(c) -> float:
+    return _flow_s(c) + _sample_s(c) + _train_s(c, getattr(c, "n_seeds", 1), c.n_samples)
+
+
+def _finite_cost(c) -> float:
+    runs_ = c.n_seeds * (len(c.n_samples) + len(c.seq_len))
+    return _flow_s(c) + _sample_s(c) + _train_s(c, runs_, max(c.n_samples))
+
+
+def _robustness_cost(c) -> float:
+    runs_ = len(c.init_scales) + len(c.widths) + len(c.deltas) + len(c.a_h_variants)
+    return (_sample_s(c) + _train_s(c, runs_, c.n_low + 1) + _train_s(c, 1, c.n_low + 1, c.adam_steps)
+            + _train_s(c, c.n_seeds, c.n_samples))
+
+
+COSTS = {"cycle": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling n_seeds·N·s tokens + GD on n_seeds·N rows"),
+         "finite_sample": (_finite_cost, "seconds on 2 CPU cores: flow + sampling + GD on every (N, s, seed) run"),
+         "pca_trajectories": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling N·s tokens + GD"),
+         "robustness": (_robustness_cost, "seconds on 2 CPU cores: the batched population sweep, Adam and the "
+                                          "sampled runs")}
+
+
+def _make_schema(key: str, requires: list, **params):
+    try:
+        return Schema(f"focus_dilution/{key}", requires=requires, cost=COSTS[key], **params)
+    except TypeError:                       # a params.Schema without the cost keyword yet
+        return Schema(f"focus_dilution/{key}", requires=requires, **params)
+
+
+def _schema(key: str, *, rules: tuple = (), **extra):
+    """A training page's schema: the theory pages' chain and model parameters plus training ones."""
+    from attnflow.focus_dilution.training import OPTIMIZERS
+
+    train_params = dict(
+        optimizer=Param(str, doc="optimizer: 'gd' (full-batch gradient descent, the Euler scheme of the flow) "
+                                 "or 'adam'", choices=OPTIMIZERS),
+        lr=Param(float, 0.0, 100.0, "η, learning rate (GD: flow time per step)", lo_open=True),
+        steps=Param(int, 1, 10**7, "training steps (GD reaches flow time η·steps)"),
+        record_every=Param(int, 1, 10**5, "record θ and the losses every this many steps"),
+        data_seed=Param(int, 0, 2**31 - 1, "seed of the sampled sequences (the first of n_seeds)"),
+        device=Param(str, doc="'auto' (CUDA when present), 'cpu' or 'cuda'", choices=DEVICES),
+    )
+    return _make_schema(key, [
+        (_valid_chain, "the chain parameters define a valid chain"),
+        (lambda c: c.steps >= 5 * c.record_every,
+         "steps ≥ 5 · record_every (the stage detector needs at least 5 stored times after t = 0)"),
+        *rules,
+    ], **_chain_params(), **_model_params(), **train_params, **extra)
+
+
+def _seeds(default_doc: str = "number of data seeds trained as one batch (≥ 3 for the seed statistics)"):
+    return dict(n_seeds=Param(int, 1, 64, default_doc))
+
+
+_TOKENS_RULE = (lambda c: _tokens(c) <= MAX_TOKENS,
+                f"n_seeds · N · s ≤ {MAX_TOKENS:.0e} sampled tokens (the sampler walks every token)")
+
+
+def _sizes(**docs):
+    return dict(
+        n_samples=Param(int, 1, 10**7, docs.get("n_samples", "N, number of training sequences")),
+        seq_len=Param(int, 1, 10**6, docs.get("seq_len", "s, context length (tokens before the target)")),
+    )
+
+
+def _sweep_sizes():
+    return dict(
+        n_samples=Param(list, 1, 10**7, "N values of the sweep (each run at the largest s)", item=int, max_len=6),
+        seq_len=Param(list, 1, 10**6, "s values of the sweep (each run at the largest N)", item=int, max_len=6),
+    )
+
+
+def _variants_valid(cfg) -> bool:
+    """Every chain variant of the robustness page, (a_h, b_h) from the two lists with the page's δ, is a valid chain."""
+    for a_h, b_h in zip(cfg.a_h_variants, cfg.b_h_variants):
+        try:
+            hub_family(cfg.n_low, a_h, b_h, cfg.c_cyc, cfg.delta)
+        except ChainError as e:
+            raise ParameterError(f"the chain variant a_h = {a_h:g}, b_h = {b_h:g} is not a valid chain: {e}") from None
+    return True
+
+
+def _robustness_schema():
+    return _schema(
+        "robustness", rules=(
+            _TOKENS_RULE,
+            (lambda c: len(c.a_h_variants) == len(c.b_h_variants),
+             "a_h_variants and b_h_variants have the same length (one chain per pair)"),
+            (lambda c: 0.0 in c.deltas, "deltas contains 0.0 (the trapped reference)"),
+            (lambda c: c.chain == "hub", "chain = 'hub' (the δ and (a_h, b_h) sweeps vary the hub family)"),
+            (lambda c: c.adam_steps >= 25, "adam_steps ≥ 25 (recorded every 5 steps: the detector needs 5 stored times)"),
+            (_family_delta_rule("deltas", many=True), "every δ of deltas keeps the hub family valid: "
+             "0 < b_h (1 + δ ξ_j) < 1 for every rare token j (δ below chain.max_delta(b_h, ξ))"),
+            (_variants_valid, "every (a_h_variants[i], b_h_variants[i]) with the page's n_low, c_cyc and δ defines a "
+                              "valid hub-family chain"),
+        ),
+        **_sizes(n_samples="N of the finite-sample runs at δ = 0", seq_len="s of the finite-sample runs"),
+        **_seeds("number of data seeds of the finite-sample runs at δ = 0 (≥ 3 for the seed statistic)"),
+        init_scales=Param(list, 0.0, 0.1, "ε values of the init-scale sweep", item=float, lo_open=True, min_len=3,
+                          max_len=6),
+        widths=Param(list, 1, 64, "widths m of the width sweep", item=int, min_len=2, max_len=6),
+        deltas=Param(list, 0.0, 1.0, "asymmetries δ of the δ sweep (include 0)", item=float, min_len=2, max_len=6),
+        a_h_variants=Param(list, 0.0, 1.0, "a_h of the chain variants (paired with b_h_variants)", item=float,
+                           lo_open=True, hi_open=True, max_len=4),
+        b_h_variants=Param(list, 0.0, 1.0, "b_h of the chain variants", item=float, lo_open=True, hi_open=True,
+                           max_len=4),
+        adam_lr=Param(float, 0.0, 1.0, "learning rate of the Adam run", lo_open=True),
+        adam_steps=Param(int, 5, 10**6, "steps of the Adam run"),
+    )
+
+
+def _pca_schema():
+    return _schema("pca_trajectories", rules=(_TOKENS_RULE,), **_sizes(), **_seeds(),
+                   n_components=Param(int, 2, 8, "principal components kept (≥ 2 for the PC1–PC2 panels)"),
+                   centre=Param(bool, doc="centre the embeddings before PCA (False: keep the origin, see pca.py)"))
+
+
+CYCLE = _schema("cycle", rules=(_TOKENS_RULE,), **_sizes(), **_seeds())
+FINITE_SAMPLE = _schema("finite_sample", rules=(_TOKENS_RULE,), **_sweep_sizes(), **_seeds())
+ROBUSTNESS = _robustness_schema()
+PCA_TRAJECTORIES = _pca_schema()

@@ -1,0 +1,77 @@
+"""Set-up of the focus–dilution pages from their validated parameters (``contracts``).
+
+``start_page(cfg)`` is the one seeding policy of every page: it seeds every generator with
+``cfg.seed`` and sets the book's plot style, then returns the chain (and, for the theory pages,
+whether the spec's reference targets apply). The training pages (cycle, finite_sample,
+pca_trajectories, robustness) also take their training settings, the population flow they are
+compared with and the runs on their data seeds from here. Claims about random training run
+``n_seeds`` data seeds (``data_seed``, ``data_seed + 1``, …) as one batch.
+"""
+from __future__ import annotations
+
+from attnflow import device as devices
+from attnflow.focus_dilution import runs
+from attnflow.focus_dilution.chain import MarkovChain
+from attnflow.focus_dilution.contracts import is_reference, make_chain
+from attnflow.focus_dilution.samples import MarkovContexts
+from attnflow.focus_dilution.training import RunSpec, TrainRun, train_runs
+
+__all__ = ["start_page", "start_training_page", "train_settings", "page_flow", "flow_and_trained", "data_seeds",
+           "trained_runs"]
+
+
+def start_page(cfg) -> tuple[MarkovChain, bool]:
+    """Set-up cell of a theory page: seed everything, the book's plot style, the chain of the
+    parameters and whether the spec's reference targets apply; prints the chain and π."""
+    import numpy as np
+
+    from attnflow import plotting, seeding
+
+    seeding.seed_everything(cfg.seed)
+    plotting.use_style()
+    markov, reference = make_chain(cfg), is_reference(cfg)
+    print(markov.name, "| π =", np.round(markov.pi, 5), "| reference configuration:", reference)
+    return markov, reference
+
+
+def start_training_page(cfg) -> MarkovChain:
+    """:func:`start_page` for a training page: seed, plot style, and the page's chain (printed)."""
+    return start_page(cfg)[0]
+
+
+def train_settings(cfg, dtype: str = "float32") -> dict:
+    """The keyword arguments of :func:`train_runs` set by a training page's parameters: optimizer,
+    η, steps, record_every and the initialization (ε, m, seed, c) shared with the flow."""
+    return dict(optimizer=cfg.optimizer, lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
+                init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, score_scale=cfg.score_scale,
+                device=cfg.device, dtype=dtype)
+
+
+def page_flow(cfg, chain: MarkovChain) -> runs.FlowRun:
+    """The population gradient flow from the page's θ(0) up to the training horizon t = η·steps, the
+    time GD reaches (BDF, float64; ``runs.population_flow``)."""
+    return runs.population_flow(chain, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
+                                score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.lr * cfg.steps))
+
+
+def flow_and_trained(cfg, chain: MarkovChain, dtype: str = "float32") -> tuple[runs.FlowRun, TrainRun]:
+    """The population flow and one full-batch run trained on ``cfg.n_samples`` sequences of length
+    ``cfg.seq_len`` sampled from ``chain`` (seed ``cfg.data_seed``), from the same θ(0) (claims B1,
+    B6–B9 on finite samples, spec Q7)."""
+    flow = page_flow(cfg, chain)
+    return flow, trained_runs(cfg, chain, dtype, n_seeds=1)[0]
+
+
+def data_seeds(cfg, n_seeds: int | None = None) -> list[int]:
+    """The data seeds of a page: ``data_seed``, ``data_seed + 1``, … (``cfg.n_seeds`` of them)."""
+    n = getattr(cfg, "n_seeds", 1) if n_seeds is None else n_seeds
+    return [cfg.data_seed + k for k in range(n)]
+
+
+def trained_runs(cfg, chain: MarkovChain, dtype: str = "float32", n_seeds: int | None = None) -> list[TrainRun]:
+    """One full-batch run per data seed (:func:`data_seeds`), each on ``cfg.n_samples`` sequences of
+    length ``cfg.seq_len``, all from the page's θ(0) and trained together as one batch."""
+    specs = [RunSpec(chain, MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=s).examples(), f"data seed {s}")
+             for s in data_seeds(cfg, n_seeds)]
+    with devices.single_threaded():
+        return train_runs(specs, **train_settings(cfg, dtype))
