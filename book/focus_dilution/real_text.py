@@ -59,14 +59,9 @@ from attnflow.focus_dilution.realtext import SCHEMA
 cfg = params.validate(globals(), SCHEMA)
 
 # %%
-import numpy as np
+from attnflow.focus_dilution.reports import real_text
 
-from attnflow import display, plotting, seeding
-from attnflow.focus_dilution import realtext
-
-seeding.seed_everything(cfg.seed)
-plotting.use_style()
-texts = {c: realtext.load_stream(c, cfg.vocab_size, source=cfg.source, max_chars=cfg.max_chars) for c in cfg.corpora}
+rep = real_text.measure(cfg)      # the corpora, the real and the Markov runs, their milestones
 
 # %% [markdown]
 # ## 1. Data
@@ -87,13 +82,7 @@ texts = {c: realtext.load_stream(c, cfg.vocab_size, source=cfg.source, max_chars
 # the most frequent tokens and their shares $\pi_k$.
 
 # %%
-rows = []
-for c, text in texts.items():
-    pi = text.pi
-    rows.append({"corpus": c, "source": "stand-in" if text.standin else "real", "train tokens": len(text.train),
-                 "d": text.d, "UNK share": pi[-1],
-                 **{f"#{k + 1}": f"{text.label(k)} ({pi[k]:.3f})" for k in range(5)}})
-display.table(rows, floatfmt="{:.3f}")
+rep.data_table()
 
 # %% [markdown]
 # ## 2. Training, and the Markov approximation
@@ -109,88 +98,14 @@ display.table(rows, floatfmt="{:.3f}")
 # token draws attention).
 
 # %%
-for key, value in dict(lr=cfg.lr, eps=cfg.init_scale, d=cfg.vocab_size, m=cfg.d_model, alpha=cfg.smoothing).items():
-    display.number(key, value)
-results = {c: realtext.train(text, seq_len=cfg.seq_len, n_train=cfg.n_train, n_eval=cfg.n_eval, steps=cfg.steps,
-                             lr=cfg.lr, optimizer=cfg.optimizer, record_every=cfg.record_every,
-                             init_scale=cfg.init_scale, d_model=cfg.d_model, smoothing=cfg.smoothing, seed=cfg.seed,
-                             device=cfg.device) for c, text in texts.items()}
-marks = {c: realtext.milestones(res) for c, res in results.items()}
-groups = {"frequent": range(cfg.n_top), "mid": range(cfg.mid_ranks[0], cfg.mid_ranks[1] + 1)}
-display.table([{"corpus": c, **{k: v for k, v in m.items() if np.ndim(v) == 0}} for c, m in marks.items()],
-              floatfmt="{:.3g}")
+glued = rep.glue()
+rep.milestone_table()
 
 # %%
-named = [" ", "\n", "the", ",", "."]
-fig, axes = plotting.subplots(len(results), 3, width=3.6, height=2.9)
-for row, (c, res) in zip(axes, results.items()):
-    text, m, t = res.text, marks[c], res.t
-    row[0].plot(t, res.runs["real"].train_loss, color="k", label="real text, training windows")
-    row[0].plot(t, res.val_loss["real"], color=plotting.PALETTE[0], label="real text, held-out")
-    row[0].plot(t, res.val_loss["markov"], "--", color=plotting.PALETTE[1], label="Markov run, held-out")
-    row[0].axhline(res.plateau, color="0.6", lw=1, ls=":", label="unigram plateau")
-    row[0].axhline(m["bigram"], color="0.3", lw=1, ls="-.", label="bigram loss (chain)")
-    row[0].set(xlabel="t = lr·step", ylabel="loss", title=f"{c}: loss", ylim=(m["bigram"] - 0.3, m["log_d"] + 0.1))
-    lift = res.lift()
-    for u in named:
-        if u in text.units:
-            row[1].plot(t, lift[:, text.index(u)], label=f"'{text.label(text.index(u))}'")
-    row[1].plot(t, lift[:, -1], color="0.5", label="UNK")
-    row[1].plot(t, realtext.group_lift(lift, groups["mid"]), "k--", label=f"mid ranks {cfg.mid_ranks[0]}–{cfg.mid_ranks[1]}")
-    row[1].plot(t, realtext.group_lift(res.lift("markov"), groups["mid"]), "k:", lw=1, label="mid, Markov run")
-    row[1].axhline(1, color="0.7", lw=0.8)
-    row[1].set(xlabel="t", ylabel="attention lift", title="attention per token id (held-out)", yscale="log")
-    ax2 = row[2].twinx()
-    row[2].plot(t, res.entropy["real"], color=plotting.PALETTE[2], label="attention entropy")
-    row[2].plot(t, res.entropy["markov"], ":", color=plotting.PALETTE[2], label="entropy, Markov run")
-    ax2.plot(t, res.runs["real"].q["eff_rank_W0"], color=plotting.PALETTE[3], label="eff. rank of W0")
-    row[2].set(xlabel="t", ylabel="attention entropy (nats)", title="entropy and embedding rank")
-    ax2.set(ylabel="effective rank of W0", yscale="log")
-    ax2.grid(False)
-    for ax in row:
-        for x in (m["t_cond"], m["t_move"], m["t_escape"]):
-            ax.axvline(x, color="0.8", lw=0.8, zorder=0)
-    row[0].legend(fontsize="x-small")
-    row[1].legend(fontsize="x-small", ncol=2, frameon=True, framealpha=0.9)
-    handles = row[2].get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-    row[2].legend(handles=handles, fontsize="x-small", loc="center right", frameon=True, framealpha=0.9)
-fig.suptitle("Real text (vertical lines: end of condensation, first attention move, escape)",
-             y=1.0 + 0.08 / len(results))   # clear of the panel titles for one row or two
+rep.runs_figure()
 
 # %%
-fig, axes = plotting.subplots(1, len(results), width=3.6, height=3.0)
-for ax, (c, res) in zip(axes[0], results.items()):
-    m = marks[c]
-    ax.scatter(m["move_predicted"], m["move_change"], s=14, color=plotting.PALETTE[0])
-    for k in list(range(cfg.n_top)) + [res.text.d - 1]:
-        ax.annotate(res.text.label(k) if k < res.text.d - 1 else "UNK", (m["move_predicted"][k], m["move_change"][k]),
-                    fontsize=8)
-    ax.axhline(0, color="0.7", lw=0.8)
-    ax.axvline(0, color="0.7", lw=0.8)
-    ax.set(xlabel=r"Markov prediction sign$(g)\,(\pi_k-\|\pi\|^2)$", ylabel="lift − 1 at the first move",
-           title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.3f}")
-fig.suptitle("Which tokens gain attention first: measured on real text vs the Markov theory", y=1.04)
-
-# %%
-first_lifts = {}          # lifts at the first attention move: the space, "the", the mid-frequency group
-for c, m in marks.items():
-    for key in ("t_cond", "rank_init", "rank_cond", "lift_dev_cond", "t_move", "move_corr", "move_sign", "t_escape",
-                "rank_end", "gap_plateau", "gap_all", "g", "pi_sq", "loss_end", "bigram", "t_half", "t_half_markov",
-                "t_escape_val", "t_escape_markov"):
-        display.number(f"{c}_{key}", m[key])
-    res = results[c]
-    first_lifts[c] = realtext.lifts_at(res, m["t_move"], (" ", "the"), groups["mid"])
-    display.number(f"{c}_hub_lift_move", realtext.lifts_at(res, m["t_move"], [], [0])["group"])
-    display.number(f"{c}_hub", res.text.label(0))
-    display.number(f"{c}_space_lift_move", first_lifts[c][" "])
-    display.number(f"{c}_the_lift_move", first_lifts[c]["the"])
-    display.number(f"{c}_mid_lift_move", first_lifts[c]["group"])
-    display.number(f"{c}_top_lift_move", realtext.lifts_at(res, m["t_move"], [], range(1, cfg.n_top))["group"])
-    display.number(f"{c}_plateau", res.plateau)
-    for key in ("t_escape_val", "t_escape_markov"):          # as text: a run may not leave the plateau
-        display.number(f"{c}_{key}_txt", f"t = {m[key]:g}" if np.isfinite(m[key]) else "not within the run")
-    escape_diff = abs(m["t_escape_val"] - m["t_escape_markov"]) / m["t_escape_markov"]
-    display.number(f"{c}_escape_diff_txt", f"{escape_diff:.1%} apart" if np.isfinite(escape_diff) else "no common time")
+rep.moves_figure()
 
 # %% [markdown]
 # ## 3. What the runs show
@@ -313,40 +228,6 @@ for c, m in marks.items():
 #   paper uses the Markov picture to explain the stages on real text (B10). That reading is ours
 #   (Q6).
 
-# %%
-display.number("mid_first", cfg.mid_ranks[0])
-display.number("mid_last", cfg.mid_ranks[1])
-GAP_TOL, CLOCK_RTOL = 0.03, 0.1     # Markov approximation: set before the runs (see the text above)
-MARKOV, ORDER = "errata-real-text-markov", "errata-real-text-order"
-
-paper_order = realtext.paper_order  # ␣ and "the" gain attention (lift > 1), more than the mid-frequency tokens
-
-
-for c, m in marks.items():
-    claims.check("B10", [m["rank_cond"], m["lift_dev_cond"]], predicate=lambda x: x[0] < 1.5 and x[1] <= 0.02,
-                 tolerance="eff. rank < 1.5 and max |lift − 1| ≤ 0.02",
-                 what=f"{c}: effective rank of W0 and attention change at the end of condensation", source="paper")
-    claims.check("B10", [float(m["escaped"]), m["rank_end"]], predicate=lambda x: x[0] == 1.0 and x[1] > 1.8,
-                 tolerance="escapes the plateau and eff. rank > 1.8",
-                 what=f"{c}: loss leaves the unigram plateau, final effective rank of W0", source="paper")
-    claims.check("B11", [m["move_corr"], m["move_sign"]], predicate=lambda x: x[0] >= 0.8 and x[1] >= 0.9,
-                 tolerance="corr ≥ 0.8 and sign agreement ≥ 0.9",
-                 what=f"{c}: first attention move vs Markov prediction sign(g)(π_k − ‖π‖²)", source="reconstruction")
-    lifts = first_lifts[c]
-    ok_order = claims.check("B11", [lifts[" "], lifts["the"], lifts["group"]], predicate=paper_order,
-                 tolerance="lift(␣) > 1, lift(the) > 1, both > mean lift of the mid-frequency ranks",
-                 what=f"{c}: lifts of ␣, 'the' and the mid-frequency tokens at the first attention move",
-                 source="paper", errata=ORDER)
-    claims.check("B10", m["t_half"], m["t_half_markov"], rtol=CLOCK_RTOL,
-                 what=f"{c}: time of mid-condensation, real run vs Markov run", source="reconstruction")
-    ok_gap = claims.check("B10", m["gap_plateau"], 0.0, atol=GAP_TOL, tolerance="set before the runs",
-                          what=f"{c}: Markov approximation, largest held-out loss gap on the plateau / loss drop",
-                          source="paper", errata=MARKOV)
-    ok_escape = claims.check("B10", m["t_escape_val"], m["t_escape_markov"], rtol=CLOCK_RTOL,
-                             tolerance="set before the runs",
-                             what=f"{c}: Markov approximation, time the held-out loss leaves the plateau, real vs Markov",
-                             source="paper", errata=MARKOV)
-    display.number(f"{c}_order_verdict", "holds" if ok_order else "does not hold")
-    display.number(f"{c}_gap_verdict", "holds" if ok_gap else "does not hold")
-    display.number(f"{c}_escape_verdict", "holds" if ok_escape else "does not hold")
+# %% tags=["hide-input"]
+rep.check_claims()
 claims.finish()

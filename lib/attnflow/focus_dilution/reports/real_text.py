@@ -1,0 +1,200 @@
+"""Report of the real-text page (spec focus_dilution.md §7 item 8; claims B10, B11): the model trained
+on two real corpora next to the same model trained on the population loss of each corpus' bigram
+chain (the Markov approximation).
+
+    rep = real_text.measure(cfg)    # cfg: the page's validated parameters (realtext.SCHEMA)
+    rep.data_table(); rep.milestone_table(); rep.glue(); rep.figures(); rep.check_claims()
+
+**Tolerances** (set before the runs, explained on the page): the Markov run's held-out loss stays
+within ``GAP_TOL`` of the real run's drop on the plateau, and the two runs' clocks (mid-condensation,
+leaving the plateau) agree to ``CLOCK_RTOL``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnflow import claims, display
+from attnflow.focus_dilution import realtext
+from attnflow.report import PageReport
+
+__all__ = ["RealTextReport", "measure", "GAP_TOL", "CLOCK_RTOL", "MARKOV_ERRATA", "ORDER_ERRATA", "NAMED_UNITS",
+           "MILESTONE_KEYS"]
+
+GAP_TOL = 0.03             # B10 Markov approximation on the plateau: largest loss gap / loss drop (set before the runs)
+CLOCK_RTOL = 0.1           # B10 clocks (mid-condensation, leaving the plateau): relative, the condensation clock's
+MARKOV_ERRATA, ORDER_ERRATA = "errata-real-text-markov", "errata-real-text-order"
+NAMED_UNITS = (" ", "\n", "the", ",", ".")     # the token ids whose lift the figure draws
+MILESTONE_KEYS = ("t_cond", "rank_init", "rank_cond", "lift_dev_cond", "t_move", "move_corr", "move_sign", "t_escape",
+                  "rank_end", "gap_plateau", "gap_all", "g", "pi_sq", "loss_end", "bigram", "t_half", "t_half_markov",
+                  "t_escape_val", "t_escape_markov")
+
+
+@dataclass
+class RealTextReport(PageReport):
+    """Everything the real-text page shows; per-corpus numbers are glued as ``<corpus>_<name>``."""
+
+    lr: float
+    eps: float
+    d: int
+    m: int
+    alpha: float
+    mid_first: int
+    mid_last: int
+    # not glued
+    cfg: Any = None
+    texts: dict = field(default_factory=dict)            # corpus → realtext.RealStream
+    results: dict = field(default_factory=dict)          # corpus → realtext.RealTextRun
+    marks: dict = field(default_factory=dict)            # corpus → realtext.milestones(...)
+    first_lifts: dict = field(default_factory=dict)      # corpus → lifts of ␣, "the", the mid group at the first move
+    groups: dict = field(default_factory=dict)           # "frequent", "mid" → token ids
+
+    # ------------------------------------------------------------------ tables and glue
+    def data_table(self):
+        rows = []
+        for c, text in self.texts.items():
+            pi = text.pi
+            rows.append({"corpus": c, "source": "stand-in" if text.standin else "real", "train tokens": len(text.train),
+                         "d": text.d, "UNK share": pi[-1],
+                         **{f"#{k + 1}": f"{text.label(k)} ({pi[k]:.3f})" for k in range(5)}})
+        return display.table(rows, floatfmt="{:.3f}")
+
+    def milestone_table(self):
+        return display.table([{"corpus": c, **{k: v for k, v in m.items() if np.ndim(v) == 0}}
+                              for c, m in self.marks.items()], floatfmt="{:.3g}")
+
+    def glue(self, prefix: str = "") -> dict[str, Any]:
+        values = super().glue(prefix)
+        n_top = self.cfg.n_top
+        for c, m in self.marks.items():
+            res = self.results[c]
+            per = {key: m[key] for key in MILESTONE_KEYS}
+            per.update(hub_lift_move=realtext.lifts_at(res, m["t_move"], [], [0])["group"], hub=res.text.label(0),
+                       space_lift_move=self.first_lifts[c][" "], the_lift_move=self.first_lifts[c]["the"],
+                       mid_lift_move=self.first_lifts[c]["group"],
+                       top_lift_move=realtext.lifts_at(res, m["t_move"], [], range(1, n_top))["group"],
+                       plateau=res.plateau)
+            for key in ("t_escape_val", "t_escape_markov"):          # as text: a run may not leave the plateau
+                per[f"{key}_txt"] = f"t = {m[key]:g}" if np.isfinite(m[key]) else "not within the run"
+            escape_diff = abs(m["t_escape_val"] - m["t_escape_markov"]) / m["t_escape_markov"]
+            per["escape_diff_txt"] = f"{escape_diff:.1%} apart" if np.isfinite(escape_diff) else "no common time"
+            for key, value in per.items():
+                display.number(f"{prefix}{c}_{key}", value)
+                values[f"{c}_{key}"] = value
+        return values
+
+    # ------------------------------------------------------------------ figures
+    def figures(self) -> list:
+        return [self.runs_figure(), self.moves_figure()]
+
+    def runs_figure(self):
+        """Per corpus: the losses, the attention lift per token id and the entropy / embedding rank."""
+        from attnflow import plotting
+
+        mid = self.groups["mid"]
+        fig, axes = plotting.subplots(len(self.results), 3, width=3.6, height=2.9)
+        for row, (c, res) in zip(axes, self.results.items()):
+            text, m, t = res.text, self.marks[c], res.t
+            row[0].plot(t, res.runs["real"].train_loss, color="k", label="real text, training windows")
+            row[0].plot(t, res.val_loss["real"], color=plotting.PALETTE[0], label="real text, held-out")
+            row[0].plot(t, res.val_loss["markov"], "--", color=plotting.PALETTE[1], label="Markov run, held-out")
+            row[0].axhline(res.plateau, color="0.6", lw=1, ls=":", label="unigram plateau")
+            row[0].axhline(m["bigram"], color="0.3", lw=1, ls="-.", label="bigram loss (chain)")
+            row[0].set(xlabel="t = lr·step", ylabel="loss", title=f"{c}: loss",
+                       ylim=(m["bigram"] - 0.3, m["log_d"] + 0.1))
+            lift = res.lift()
+            for u in NAMED_UNITS:
+                if u in text.units:
+                    row[1].plot(t, lift[:, text.index(u)], label=f"'{text.label(text.index(u))}'")
+            row[1].plot(t, lift[:, -1], color="0.5", label="UNK")
+            row[1].plot(t, realtext.group_lift(lift, mid), "k--", label=f"mid ranks {self.mid_first}–{self.mid_last}")
+            row[1].plot(t, realtext.group_lift(res.lift("markov"), mid), "k:", lw=1, label="mid, Markov run")
+            row[1].axhline(1, color="0.7", lw=0.8)
+            row[1].set(xlabel="t", ylabel="attention lift", title="attention per token id (held-out)", yscale="log")
+            ax2 = row[2].twinx()
+            row[2].plot(t, res.entropy["real"], color=plotting.PALETTE[2], label="attention entropy")
+            row[2].plot(t, res.entropy["markov"], ":", color=plotting.PALETTE[2], label="entropy, Markov run")
+            ax2.plot(t, res.runs["real"].q["eff_rank_W0"], color=plotting.PALETTE[3], label="eff. rank of W0")
+            row[2].set(xlabel="t", ylabel="attention entropy (nats)", title="entropy and embedding rank")
+            ax2.set(ylabel="effective rank of W0", yscale="log")
+            ax2.grid(False)
+            for ax in row:
+                for x in (m["t_cond"], m["t_move"], m["t_escape"]):
+                    ax.axvline(x, color="0.8", lw=0.8, zorder=0)
+            row[0].legend(fontsize="x-small")
+            row[1].legend(fontsize="x-small", ncol=2, frameon=True, framealpha=0.9)
+            handles = row[2].get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+            row[2].legend(handles=handles, fontsize="x-small", loc="center right", frameon=True, framealpha=0.9)
+        fig.suptitle("Real text (vertical lines: end of condensation, first attention move, escape)",
+                     y=1.0 + 0.08 / len(self.results))   # clear of the panel titles for one row or two
+        return fig
+
+    def moves_figure(self):
+        """Per corpus: the lift change of each token id at the first attention move vs the Markov prediction."""
+        from attnflow import plotting
+
+        fig, axes = plotting.subplots(1, len(self.results), width=3.6, height=3.0)
+        for ax, (c, res) in zip(axes[0], self.results.items()):
+            m = self.marks[c]
+            ax.scatter(m["move_predicted"], m["move_change"], s=14, color=plotting.PALETTE[0])
+            for k in list(range(self.cfg.n_top)) + [res.text.d - 1]:
+                ax.annotate(res.text.label(k) if k < res.text.d - 1 else "UNK",
+                            (m["move_predicted"][k], m["move_change"][k]), fontsize=8)
+            ax.axhline(0, color="0.7", lw=0.8)
+            ax.axvline(0, color="0.7", lw=0.8)
+            ax.set(xlabel=r"Markov prediction sign$(g)\,(\pi_k-\|\pi\|^2)$", ylabel="lift − 1 at the first move",
+                   title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.3f}")
+        fig.suptitle("Which tokens gain attention first: measured on real text vs the Markov theory", y=1.04)
+        return fig
+
+    # ------------------------------------------------------------------ claims
+    def check_claims(self) -> None:
+        for c, m in self.marks.items():
+            claims.check("B10", [m["rank_cond"], m["lift_dev_cond"]], predicate=lambda x: x[0] < 1.5 and x[1] <= 0.02,
+                         tolerance="eff. rank < 1.5 and max |lift − 1| ≤ 0.02",
+                         what=f"{c}: effective rank of W0 and attention change at the end of condensation", source="paper")
+            claims.check("B10", [float(m["escaped"]), m["rank_end"]], predicate=lambda x: x[0] == 1.0 and x[1] > 1.8,
+                         tolerance="escapes the plateau and eff. rank > 1.8",
+                         what=f"{c}: loss leaves the unigram plateau, final effective rank of W0", source="paper")
+            claims.check("B11", [m["move_corr"], m["move_sign"]], predicate=lambda x: x[0] >= 0.8 and x[1] >= 0.9,
+                         tolerance="corr ≥ 0.8 and sign agreement ≥ 0.9",
+                         what=f"{c}: first attention move vs Markov prediction sign(g)(π_k − ‖π‖²)",
+                         source="reconstruction")
+            lifts = self.first_lifts[c]
+            ok_order = claims.check("B11", [lifts[" "], lifts["the"], lifts["group"]], predicate=realtext.paper_order,
+                                    tolerance="lift(␣) > 1, lift(the) > 1, both > mean lift of the mid-frequency ranks",
+                                    what=f"{c}: lifts of ␣, 'the' and the mid-frequency tokens at the first attention move",
+                                    source="paper", errata=ORDER_ERRATA)
+            claims.check("B10", m["t_half"], m["t_half_markov"], rtol=CLOCK_RTOL,
+                         what=f"{c}: time of mid-condensation, real run vs Markov run", source="reconstruction")
+            ok_gap = claims.check("B10", m["gap_plateau"], 0.0, atol=GAP_TOL, tolerance="set before the runs",
+                                  what=f"{c}: Markov approximation, largest held-out loss gap on the plateau / loss drop",
+                                  source="paper", errata=MARKOV_ERRATA)
+            ok_escape = claims.check("B10", m["t_escape_val"], m["t_escape_markov"], rtol=CLOCK_RTOL,
+                                     tolerance="set before the runs",
+                                     what=f"{c}: Markov approximation, time the held-out loss leaves the plateau, "
+                                          "real vs Markov", source="paper", errata=MARKOV_ERRATA)
+            display.number(f"{c}_order_verdict", "holds" if ok_order else "does not hold")
+            display.number(f"{c}_gap_verdict", "holds" if ok_gap else "does not hold")
+            display.number(f"{c}_escape_verdict", "holds" if ok_escape else "does not hold")
+
+
+def measure(cfg) -> RealTextReport:
+    """Seed, load every corpus, train the real and the Markov runs, and measure the milestones."""
+    from attnflow import plotting, seeding
+
+    seeding.seed_everything(cfg.seed)
+    plotting.use_style()
+    texts = {c: realtext.load_stream(c, cfg.vocab_size, source=cfg.source, max_chars=cfg.max_chars) for c in cfg.corpora}
+    results = {c: realtext.train(text, seq_len=cfg.seq_len, n_train=cfg.n_train, n_eval=cfg.n_eval, steps=cfg.steps,
+                                 lr=cfg.lr, optimizer=cfg.optimizer, record_every=cfg.record_every,
+                                 init_scale=cfg.init_scale, d_model=cfg.d_model, smoothing=cfg.smoothing, seed=cfg.seed,
+                                 device=cfg.device) for c, text in texts.items()}
+    marks = {c: realtext.milestones(res) for c, res in results.items()}
+    groups = {"frequent": range(cfg.n_top), "mid": range(cfg.mid_ranks[0], cfg.mid_ranks[1] + 1)}
+    first_lifts = {c: realtext.lifts_at(results[c], m["t_move"], (" ", "the"), groups["mid"]) for c, m in marks.items()}
+    return RealTextReport(lr=cfg.lr, eps=cfg.init_scale, d=cfg.vocab_size, m=cfg.d_model, alpha=cfg.smoothing,
+                          mid_first=cfg.mid_ranks[0], mid_last=cfg.mid_ranks[1], cfg=cfg, texts=texts, results=results,
+                          marks=marks, first_lifts=first_lifts, groups=groups)
