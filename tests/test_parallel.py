@@ -199,3 +199,22 @@ def test_atlas_regenerate_keeps_one_table_per_page_without_stale_points(fake_boo
     collected = pd.read_parquet(out / "atlas.parquet")
     assert set(collected["key"]) == set(second["key"])
     assert json.loads((out / "provenance.json").read_text())["per_page"]["test/fake"]["draws"] == 2
+
+
+def test_build_only_modules_are_out_of_the_library_hash_and_never_imported_by_pages_or_lib():
+    """An edit to the rendering code keeps the execution cache: that is only sound if neither a page nor
+    any module a page can import imports a build-only module."""
+    import ast
+
+    lib = Path(parallel.__file__).resolve().parent
+    names = {n[:-3] for n in parallel.BUILD_ONLY}
+    sources = [p for p in (lib.parent.parent / "book").rglob("*.py")]
+    sources += [p for p in lib.rglob("*.py") if not (p.parent == lib and p.name in parallel.BUILD_ONLY)]
+    for src in sources:
+        for node in ast.walk(ast.parse(src.read_text(encoding="utf-8"))):
+            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) and node.module
+                    else [])
+            hit = [m for m in mods if m.split(".")[:2] in [["attnflow", n] for n in names]]
+            assert not hit, f"{src}: imports the build-only module(s) {hit}"
+    assert all((lib / n).exists() for n in parallel.BUILD_ONLY)

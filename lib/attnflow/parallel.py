@@ -54,11 +54,19 @@ TABLE_COLUMNS = ("key", "page", "profile", "status", "error", "wall_s", "worker"
 
 
 # ----------------------------------------------------------------------------- content keys
+# Modules that only render or package the book: no page kernel imports them (tested), so an edit to
+# them must not invalidate every cached page execution or sweep point.
+BUILD_ONLY = frozenset({"sphinx_ext.py", "sphinx_download.py", "sphinx_cache.py", "sphinx_runs.py", "export.py",
+                        "cli_export.py"})
+
+
 def library_hash(root: Path | None = None) -> str:
-    """sha256 over the library's source files (``lib/attnflow/**.py`` and ``*.yml``)."""
+    """sha256 over the library's source files (``lib/attnflow/**.py`` and ``*.yml``) that a page's
+    kernel can import: every module except the build-only ones (:data:`BUILD_ONLY`)."""
     lib = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for f in sorted(p for p in lib.rglob("*") if p.suffix in (".py", ".yml") and "__pycache__" not in p.parts):
+    for f in sorted(p for p in lib.rglob("*") if p.suffix in (".py", ".yml") and "__pycache__" not in p.parts
+                    and not (p.parent == lib and p.name in BUILD_ONLY)):
         h.update(str(f.relative_to(lib)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()
