@@ -111,15 +111,12 @@ for name in cfg.parametrizations:
 # normalization $n$ = {glue:text}`n_compete_used`, $K$ = {glue:text}`n_classes_used`,
 # $\eta_{OV}=1$). The slow logarithmic growth is integrated in log time $\tau=\log(1+t)$ with
 # LSODA (`attnflow.sharpening.reduced.solve`), so each decade costs about the same number of
-# steps. The number of right-hand-side evaluations per trajectory is in the table; a fixed-step
-# integrator needs millions (see `benchmarks/bench_sharpening_longtime.py`).
+# steps. Every trajectory to $t$ = {glue:text}`horizon_used:.0e` took at most {glue:text}`nfev_max`
+# right-hand-side evaluations ({glue:text}`nfev_total` for all of them; per trajectory in the
+# table); a fixed-step integrator needs millions (see `benchmarks/bench_sharpening_longtime.py`).
 
 # %%
 rep.table()
-
-# %% [markdown]
-# Every trajectory to $t$ = {glue:text}`horizon_used:.0e` took at most
-# {glue:text}`nfev_max` right-hand-side evaluations ({glue:text}`nfev_total` for all of them).
 
 # %%
 fig, = rep.figures()
@@ -156,11 +153,10 @@ fig, = rep.figures()
 # [errata page](../errata.md), Q1.
 # ```
 #
-# **Exercise.** Measure the growth exponent of the odds directly: over the fit window
-# ($t\ge$ `cfg.fit_from`) of the run `run = rep.runs[(name, r)]` below (arrays `run.t`,
-# `run.odds`), fit a straight line to $\log(\text{odds})$ against $\log\log t$ and call its
-# slope `exponent_mine`. For the CACO law $\tfrac r2\log^2t$ it tends to 2; on a finite window it
-# is a little smaller.
+# **Exercise.** Measure the growth exponent of the odds directly: over the fit window ($t\ge$
+# `cfg.fit_from`) of the run `run = rep.runs[(name, r)]` below (arrays `run.t`, `run.odds`), fit a
+# line to $\log(\text{odds})$ against $\log\log t$ and call its slope `exponent_mine`. For the
+# CACO law $\tfrac r2\log^2t$ it tends to 2; on a finite window it is a little smaller.
 
 # %% tags=["exercise"]
 import numpy as np
@@ -178,37 +174,26 @@ exercises.check("exponent_mine", exponent_mine, expected=rep.odds_exponent, rtol
 # %% [markdown]
 # ## 4. Claims
 #
-# Tolerances and domains. Each tolerance is the size of the terms the law neglects at the
-# start of the fit window; a check is outside its domain when that size makes it uninformative
-# or when the law's assumptions do not hold there yet.
+# Each tolerance is the size of the terms the law neglects at the start of the fit window; a check
+# is outside its domain when that size makes it uninformative or the law's assumptions do not hold
+# there yet (why each term is needed: `attnflow.sharpening.reports.growth_rates`).
 #
 # - Symbolic limits and integrals must equal the stated laws exactly.
-# - **A4** (OV slope): for collapsed OV we compare with sympy's exact solution of the
-#   dominant-balance equation, $u=\log(C+(K-1)t)$, its constant fixed at the window start (the
-#   early transient leaves $C\approx-50$, which the bare law $\log((K-1)t)$ would misread as a
-#   slope error of a few $10^{-4}$); what remains neglected are terms of order $1-p$
-#   (attention not yet saturated) and $1-s$ (the law's $g\approx(K-1)e^{-u}$) at the window
-#   start, and their sum is the tolerance. (With $1-p$ alone, FACO at $r=30$ failed: its
-#   attention saturates so fast that $1-p$ fell to $4\cdot10^{-5}$ while the $1-s$ term left a
-#   slope deviation of $5\cdot10^{-5}$–$6\cdot10^{-4}$.) For factorized OV the first neglected term of the law is
-#   $(\log L+\log2(K-1))/L$ in $u$, whose slope is at most $(\log L+\log 2(K-1))/L^2$ at the
-#   start of the window (≈ 0.05 for $t\ge10^4$), plus the same two saturation terms (the law
-#   assumes $p=1$ too: FAFO at $r=0.3$ with $p=0.88$ at the window start missed it by 0.04
-#   with the bound alone). The tolerance must be $\le0.1$ (inside the domain); where the
-#   attention is still far from saturated at the window start (CAFO at $r=1$: $1-p\approx0.2$ at
-#   $t=10^4$) the law is not yet tested and the check is outside its domain.
-# - **A5** (odds slope, CACO): Theorem 3 makes the odds $\tfrac r2a^2+C-b$ exactly; the law
-#   omits the $-b$ term, whose slope in $\log^2t$ is $1/\log^2t$, i.e. a relative error
-#   $2/(r\log^2 t)$ at the window start — the relative tolerance (domain: at most 0.5, and
-#   $p\ge0.9$ at the window start, where $1-p\approx ne^{-b}$). The ratio of the slopes at the
-#   two learning-rate ratios then equals the ratio of the $r$'s within the sum of the two.
-#   The table laws for all four converge: odds / law$(a,b)$ increases towards 1 along each run
-#   (domain: odds $\ge b$ at the window start — the laws keep the exponential part of $\Psi$,
-#   the odds, and drop the part of size $b$).
-# - **A13** (spec §8.1): CACO odds$/\log^2t$ at $t=10^5$, printed to three decimals in the spec,
-#   so the tolerance is half a unit of the last printed digit (the solver's own error is
-#   $\sim10^{-8}$); only on the spec's system ($n=9$, $K=5$, $a_0=b_0=0.1$, `rtol` $\le10^{-8}$)
-#   with a horizon of at least $10^5$.
+# - **A4** (OV slope): collapsed OV is compared with sympy's exact solution of the dominant-balance
+#   equation, $u=\log(C+(K-1)t)$, $C$ fixed at the window start; the tolerance is the sum of the
+#   neglected terms $1-p$ (attention not saturated) and $1-s$ (the law's $g\approx(K-1)e^{-u}$) at
+#   the window start. Factorized OV adds the law's first neglected term, $(\log L+\log2(K-1))/L$
+#   in $u$, of slope at most $(\log L+\log 2(K-1))/L^2$ (≈ 0.05 for $t\ge10^4$). Domain: a
+#   tolerance $\le0.1$ (CAFO at $r=1$, $1-p\approx0.2$ at $t=10^4$, is outside).
+# - **A5** (odds slope, CACO): Theorem 3 makes the odds $\tfrac r2a^2+C-b$ exactly; the law omits
+#   $-b$, a relative slope error $2/(r\log^2 t)$ at the window start — the relative tolerance
+#   (domain: at most 0.5, and $p\ge0.9$ there, where $1-p\approx ne^{-b}$); the ratio of the two
+#   slopes equals the ratio of the $r$'s within the sum of the two. The table laws of all four
+#   converge: odds / law$(a,b)$ rises towards 1 along each run (domain: odds $\ge b$ at the window
+#   start; the laws keep the exponential part of $\Psi$, the odds, and drop the part of size $b$).
+# - **A13** (spec §8.1): CACO odds$/\log^2t$ at $t=10^5$, printed to three decimals, so the
+#   tolerance is half a unit of the last digit (the solver's error is $\sim10^{-8}$); only on the
+#   spec's system ($n=9$, $K=5$, $a_0=b_0=0.1$, `rtol` $\le10^{-8}$) with a horizon $\ge10^5$.
 
 # %% tags=["hide-input"]
 rep.check_claims()

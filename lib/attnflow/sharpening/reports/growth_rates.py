@@ -11,7 +11,11 @@ from the trajectory *before* the fit, never from the fitted value):
   1 − p(t_fit) (attention not yet saturated) and 1 − s(t_fit) (the law's g ≈ (K−1)e^{−u}); their
   sum is the tolerance. Factorized OV: the law's first neglected term has a slope of at
   most (log L0 + log 2(K−1))/L0², L0 = log t_fit, plus the same two saturation terms. Domain:
-  the tolerance is informative, ≤ 0.1.
+  the tolerance is informative, ≤ 0.1. Why each term is there: the bare law log((K−1)t) would
+  misread the early transient's constant (C ≈ −50) as a slope error of a few 1e-4, hence the
+  exact solution with C fixed at the window start; with 1 − p alone, FACO at r = 30 failed (its
+  1 − p fell to 4e-5 while the 1 − s term left a slope deviation of 5e-5–6e-4); with the
+  factorized bound alone, FAFO at r = 0.3 (p = 0.88 at the window start) missed by 0.04.
 - **A5, CACO odds slope.** Theorem 3 makes the odds (r/2)a² + C − b; the law omits −b, whose
   slope in log²t is a relative error 2/(r log² t_fit). Domain: that relative error ≤ 0.5 and the
   softmax saturated at the window start (p(t_fit) ≥ 0.9, so 1 − p ≈ n e^{−b} holds).
