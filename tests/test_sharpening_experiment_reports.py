@@ -6,10 +6,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from attnflow.sharpening import data
+from attnflow.sharpening import data, targets
+from attnflow.sharpening.model import PARAMETRIZATIONS
 from attnflow.sharpening.reports import dtap_heatmaps, four_parametrizations
 
-NAMES = ["CACO", "CAFO", "FACO", "FAFO"]
+NAMES = list(PARAMETRIZATIONS)
+SPEC_TASK = data.Task(**{k: targets.FULL_CONFIG[k] for k in ("n_classes", "n_common", "seq_len")})   # spec §8.2
 
 
 @pytest.fixture
@@ -55,7 +57,7 @@ def four_inputs(seeds=(0, 1, 2), lr=0.1, mass=MASS, overshoot=0.001):
            **{(k, "exact"): v for k, v in zip(NAMES, [0.851, 0.561, 0.981, 0.899])}}
     cfg = SimpleNamespace(lr=lr, init_scale=0.1, target_loss=0.1, n_train=2000, seeds=list(seeds), attend_self=False,
                           ode_init=0.1)
-    return cfg, data.Task(5, 20, 12), run, rand, bal, ode
+    return cfg, SPEC_TASK, run, rand, bal, ode
 
 
 def four_report(**kw):
@@ -123,7 +125,7 @@ def dtap_inputs(seeds=(0, 1, 2), ratios=(1.0, 10.0)):
 
 def test_dtap_summary_and_claims(ledger, glued):
     cfg, specs, attn, conf, mass, acmc = dtap_inputs()
-    rep = dtap_heatmaps.summarize(cfg, data.Task(5, 20, 12), specs, attn, conf, mass, acmc,
+    rep = dtap_heatmaps.summarize(cfg, SPEC_TASK, specs, attn, conf, mass, acmc,
                                   n_models=len(specs), steps_run=10, wall_s=1.0)
     assert rep.tau_sep == 0.9 and rep.r_max == 10.0 and rep.ratios == [1.0, 10.0]
     assert rep.tv_r1 == pytest.approx(1.0) and rep.tv_rmax < rep.tv_r1                 # FAFO r=10 in FACO's column
@@ -140,7 +142,7 @@ def test_dtap_summary_and_claims(ledger, glued):
 
 def test_dtap_one_ratio_and_two_seeds_are_outside(ledger):
     cfg, specs, attn, conf, mass, acmc = dtap_inputs(seeds=(0, 1), ratios=(1.0,))
-    rep = dtap_heatmaps.summarize(cfg, data.Task(5, 20, 12), specs, attn, conf, mass, acmc,
+    rep = dtap_heatmaps.summarize(cfg, SPEC_TASK, specs, attn, conf, mass, acmc,
                                   n_models=len(specs), steps_run=10, wall_s=1.0)
     rep.check_claims()
     assert {v for _, v in verdicts(ledger)} == {"outside"}
@@ -225,7 +227,7 @@ def test_where_it_breaks_summary_and_the_stall_checks(ledger, glued):
     from attnflow.sharpening.reports import where_it_breaks
 
     cfg, *arrays = breaks_inputs()
-    rep = where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0)
+    rep = where_it_breaks.summarize(cfg, SPEC_TASK, *arrays, n_models=60, steps_run=10, wall_s=1.0)
     assert rep.n_cells == 4 and rep.n_complete == 4 and rep.n_fail_A == 2 and rep.fail_A_min == 1.0
     assert rep.spec_seed0 == pytest.approx(0.79) and rep.stall_seed0 == pytest.approx((0.79, 0.85))
     rep.glue()
@@ -240,12 +242,12 @@ def test_where_it_breaks_stall_value_outside_without_the_spec_n(ledger):
     from attnflow.sharpening.reports import where_it_breaks
 
     cfg, *arrays = breaks_inputs(n_train=1000)
-    where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
+    where_it_breaks.summarize(cfg, SPEC_TASK, *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
     last = ledger.records()[-1]
     assert last["verdict"] == "outside" and "N = 1000" in last["reason"]
     ledger.begin_page("sharpening/report_test3")
     cfg, *arrays = breaks_inputs(stall=0.9)                                # no stall: the spec's value fails
-    where_it_breaks.summarize(cfg, data.Task(5, 20, 12), *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
+    where_it_breaks.summarize(cfg, SPEC_TASK, *arrays, n_models=60, steps_run=10, wall_s=1.0).check_claims()
     assert [r["verdict"] for r in ledger.records()][-2:] == ["fail", "fail"]     # no stall: both fail
 
 
