@@ -155,6 +155,14 @@ def test_contraction_rate_and_window_rate():
     assert unigram_saddle.window_rate(markov, -0.01, 1e-3) == 0.01
 
 
+def test_unigram_saddle_exercise_criterion():
+    from types import SimpleNamespace
+    rep = SimpleNamespace(g_numeric=0.25)
+    matches = unigram_saddle.UnigramSaddleReport.matches_g
+    assert matches(rep, 0.25) and matches(rep, -0.25 * (1 + 5e-9)) and matches(rep, np.float64(0.25))
+    assert not matches(rep, 0.25 * (1 + 2e-8)) and not matches(rep, 0.5)
+
+
 def test_sign_pattern_and_shade_stages():
     markov = chains.hub_family()
     g, dA = closed_forms.g_rate(markov), closed_forms.dkappa_A(markov)

@@ -213,6 +213,12 @@ class UnigramSaddleReport(SpecGluedReport):
     _rand_t_cond: float = 0.0
     _g_rand_c: float = 0.0
 
+    # ---- exercise ------------------------------------------------------------------------------
+    def matches_g(self, value) -> bool:
+        """The exercise's criterion: ``|value|`` equals the largest eigenvalue of J to 1e-8 relative
+        (the sign of g is the reader's to find, the Jacobian only gives |g|)."""
+        return bool(abs(abs(float(value)) - self.g_numeric) <= 1e-8 * self.g_numeric)
+
     # ---- domains -----------------------------------------------------------------------------
     def plateau_reached(self) -> claims.Domain:
         return claims.domain((f"2|g| ≤ λ_c/{SEPARATION:g} (the flow settles on θ_c¹ before attention moves)",
