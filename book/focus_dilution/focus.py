@@ -99,7 +99,8 @@ display.equation("eq_sign", rep.tilt.sign_residual,
 # **Exercise.** Which key tokens gain attention when focus starts? Using only the chain
 # (`markov.pi`) and the sign of $g$ (`rep.g`), compute `gainers_mine`, the sorted array of the keys
 # $k$ whose weight $A_{ik}$ grows as $\kappa$ grows with the sign of $g$. It is checked against
-# the keys that gained attention on the flow at the onset of focus.
+# the sign of the library's closed form of $\partial_\kappa A$ at $\theta_c^1$, which the flow's
+# onset follows where it is linear (claim B6 below).
 
 # %% tags=["exercise"]
 ### BEGIN SOLUTION
