@@ -15,6 +15,13 @@ Theory modules:
 - ``contracts``, ``pagesetup``, ``targets``  page parameters (every page's schema), the pages' set-up
   (one seeding policy) and the spec's regression targets.
 
-Training on sampled sequences, stage detection, PCA and real text live in the other modules of
-this package (``training``, ``stages``, ``pca``, ``realtext``).
+Training, data and analysis modules:
+
+- ``samples``       training data: sampled sequences of a chain (``MarkovSequences``, count-only
+                    ``MarkovContexts``), their sufficient statistics and the example rows.
+- ``training``      finite-sample training of the model on those data (batched runs, full-batch GD or Adam).
+- ``stages``        the stage detector of the focus–dilution cycle (no hand-picked times).
+- ``pca``           PCA of the embedding trajectories h_k(t).
+- ``realtext``      the model on real text and its Markov (bigram) approximation.
+- ``reports``       the page reports: one module per page, measuring what the page shows.
 """
