@@ -33,6 +33,10 @@ THEORY_PAGES = ("sharpening/lemma1_rescaling", "sharpening/scalar_reduction", "s
 OUTCOMES = ("all pass", "some outside domain", "not reproduced", "failed", "page error")
 OUTCOME_COLORS = {"all pass": "#4c9a2a", "some outside domain": "#9aa5b1", "not reproduced": "#e0a03a",
                   "failed": "#c0392b", "page error": "#5b2c6f"}
+# Column heads of the page table (narrow enough for the book's column; the legend of the figures
+# and the page's prose use the long names).
+SHORT = {"all pass": "pass", "some outside domain": "outside", "not reproduced": "≠", "failed": "failed",
+         "page error": "error"}
 # The two parameters shown against each other per paper (both are in every page's sweep space of that paper).
 AXES = {"sharpening": ("a0", "b0"), "focus_dilution": ("a_h", "b_h")}
 
@@ -103,15 +107,17 @@ class AtlasReport(PageReport):
     profile: str = ""
 
     def page_table(self):
-        """Per page: points, outcome counts and median wall time."""
+        """Per page: points, outcome counts (pass / some outside domain / not reproduced / failed / page
+        error), median wall time in seconds and the commit the page ran at."""
         from attnflow import display
 
         rows = []
         for page, g in self.points.groupby("page", sort=False):
             counts = g["outcome"].value_counts()
             run = self.provenance.get("per_page", {}).get(page, {})
-            rows.append({"page": page, "points": len(g), **{o: int(counts.get(o, 0)) for o in OUTCOMES},
-                         "median s": float(g["wall_s"].median()), "commit": str(run.get("commit", ""))[:10]})
+            rows.append({"page": page.split("/", 1)[1].replace("_", " "), "points": len(g),
+                         **{SHORT[o]: int(counts.get(o, 0)) for o in OUTCOMES},
+                         "s": float(g["wall_s"].median()), "commit": str(run.get("commit", ""))[:7]})
         return display.table(rows, floatfmt="{:.0f}")
 
     def failing_claims(self):
@@ -151,8 +157,13 @@ class AtlasReport(PageReport):
                     ax.scatter(xs, ys, s=18, color=OUTCOME_COLORS[outcome], label=outcome, edgecolor="none")
                 ax.set(title=page.split("/")[1].replace("_", " "), xlabel=x)
                 if x in ("a0", "b0"):
+                    from matplotlib.ticker import LogLocator, NullFormatter
+
                     ax.set_xscale("log")
                     ax.set_yscale("log")
+                    for axis in (ax.xaxis, ax.yaxis):          # decades only: minor labels overlap
+                        axis.set_major_locator(LogLocator(base=10, numticks=4))
+                        axis.set_minor_formatter(NullFormatter())
             axes[0][0].set_ylabel(y)
             handles, labels = axes[0][0].get_legend_handles_labels()
             seen = {}
@@ -161,7 +172,7 @@ class AtlasReport(PageReport):
                     seen.setdefault(l, h)
             fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=len(seen), frameon=False,
                        bbox_to_anchor=(0.5, -0.08), fontsize="small")
-            fig.suptitle(f"{paper.replace('_', '–')}: outcome of each random point", y=1.02)
+            fig.suptitle(f"{paper.replace('_', '–')}: outcome of each random point")
             figs.append(fig)
         return figs
 
