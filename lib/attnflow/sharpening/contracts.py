@@ -64,6 +64,7 @@ def _population_fits(n_common_of):
 
 
 _HORIZON_RULE = (_horizon_fits, "the horizon keeps e^a and e^b within float64")
+_DISTINCT_SEEDS = (lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct")
 
 LEMMA1_RESCALING = Schema(
     "sharpening/lemma1_rescaling",
@@ -123,7 +124,7 @@ GROWTH_RATES = Schema(
 SHARPENING_MECHANISM = Schema(
     "sharpening/sharpening_mechanism",
     requires=[_HORIZON_RULE, _population_fits(lambda c: c.pop_n_common),
-              (lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct")],
+              _DISTINCT_SEEDS],
     n_classes=n_classes, n_compete=n_compete, lr_ratios=lr_ratios, a0=a0, b0=b0, horizon=horizon, rtol=rtol,
     parametrizations=parametrizations,
     matched_prob=Param(float, 0.0, 1.0, "correct-class probability s at the matched loss L = −log s", lo_open=True, hi_open=True),
@@ -142,7 +143,6 @@ SHARPENING_MECHANISM = Schema(
 
 # -- the synthetic experiment pages (spec §7.1, §8.2) -----------------------------------------------
 _UNIT = dict(lo=0.0, hi=1.0)
-_DISTINCT_SEEDS = (lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct")
 _TASK = dict(n_classes=Param(int, 2, 50, "K classes"), n_common=Param(int, 1, 500, "M common tokens"),
              seq_len=Param(int, 3, 256, "T, sequence length including the query"),
              n_train=Param(int, 10, 10**6, "N training sequences per seed"),
