@@ -11,7 +11,7 @@ else to ``attnflow.x``. The parent packages Python imports implicitly are not ed
 - ``base``: the page contract every page and report uses (parameters, claims, statistics,
   seeding, devices, progress bars, display, report protocol, exercises, packaged files);
 - ``numerics``: shared models of computation (gradient flow, discrete and batched training,
-  metrics, plotting style, real data);
+  plotting style, real data);
 - the two paper packages ``attnflow.sharpening`` and ``attnflow.focus_dilution``;
 - ``tooling``: what runs and publishes pages (runner, command line, Dask sweeps, atlas,
   notebook export, the Sphinx extension).
@@ -44,8 +44,7 @@ LAYERS: dict[str, set[str]] = {
     "base": {"attnflow", "attnflow.params", "attnflow.claims", "attnflow.stats", "attnflow.seeding",
              "attnflow.device", "attnflow.progress", "attnflow.display", "attnflow.report",
              "attnflow.exercises", "attnflow.resources"},
-    "numerics": {"attnflow.flow", "attnflow.train", "attnflow.sweep", "attnflow.metrics", "attnflow.plotting",
-                 "attnflow.data"},
+    "numerics": {"attnflow.flow", "attnflow.train", "attnflow.sweep", "attnflow.plotting", "attnflow.data"},
     "tooling": {"attnflow.runner", "attnflow.cli", "attnflow.cli_sweep", "attnflow.cli_export",
                 "attnflow.parallel", "attnflow.atlas", "attnflow.export", "attnflow.sphinx_ext",
                 "attnflow.sphinx_cache", "attnflow.sphinx_download", "attnflow.sphinx_runs"},

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from attnflow import metrics
+from attnflow.sharpening import metrics
 
 # Four instances, T = 4 positions; the relevant token sits at position 0 (the last position is
 # the query and never a rationale candidate).

@@ -174,7 +174,7 @@ fig = realreport.plot_dtap(ex)
 #   test: "unchanged" is supported only when the seeds rule out a larger change; {glue:text}`acc_atol:g` is about two
 #   standard errors of a paired accuracy difference near 0.15 on {glue:text}`n_test_used` questions.
 # - *A11, ERASER*: the interval of the AOPC sufficiency change lies below 0 and that of the
-#   comprehensiveness change above 0 — the better directions of ERASER (`attnflow.metrics`:
+#   comprehensiveness change above 0 — the better directions of ERASER (`attnflow.sharpening.metrics`:
 #   sufficiency $m(x)_j-m(r)_j$, lower is better; comprehensiveness $m(x)_j-m(x\setminus r)_j$,
 #   higher is better), the spec's reading of "improve" (Q4).
 #

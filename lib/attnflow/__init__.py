@@ -14,8 +14,8 @@ tables), ``exercises`` (nbgrader-style exercises), ``seeding``, ``device`` (CPU/
 
 **numerics**, shared computation: ``flow`` (gradient flow with adaptive solvers), ``train``
 (discrete training with per-circuit learning rates), ``sweep`` (many models trained as one batched
-computation), ``metrics`` (attention-interpretability metrics), ``plotting`` (the book's plot
-style), ``data`` (real datasets and their offline stand-ins).
+computation), ``plotting`` (the book's plot style), ``data`` (real datasets and their offline
+stand-ins).
 
 **papers**, one package each, never importing the other: ``attnflow.sharpening`` (Vashisht &
 Ramaswamy) and ``attnflow.focus_dilution`` (Chen, Lin, Xu, Luo): model, data, theory, measures,

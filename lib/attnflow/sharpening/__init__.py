@@ -10,6 +10,7 @@
 - ``symbolic``    sympy derivations (Lemma 1, Proposition 2, Theorems 3–4, Corollary 5)
 - ``rescaling``   Lemma 1 numerics
 - ``stack``       P models with stacked parameters, one batched forward (``ModelStack``, ``ModelSpec``)
+- ``metrics``     attention-interpretability metrics: relevant attention, confidence, DTAP, AC/ACMC, ERASER
 - ``experiments`` synthetic sweeps: build, train together (``attnflow.sweep``), evaluate (spec §7.1, §8.2)
 - ``realdata``    the model on real data (learned embeddings), its sweeps and test metrics (spec §7.2–7.3)
 - ``realreport``  what the three real-data pages show and check (``PAGES``: claim and thresholds per dataset)

@@ -10,7 +10,7 @@ from the same weights on the same data (paired comparisons).
 
 Training descends the mean cross-entropy through the exact bag-of-tokens forward
 (``ModelStack.bag_forward``); evaluation (:func:`evaluate`) uses the per-position forward, which
-also deletes tokens for ERASER's sufficiency and comprehensiveness (``attnflow.metrics``).
+also deletes tokens for ERASER's sufficiency and comprehensiveness (``attnflow.sharpening.metrics``).
 The page schemas are in ``sharpening.contracts``.
 """
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnflow import metrics, seeding, sweep
+from attnflow import seeding, sweep
 from attnflow.params import ParameterError
-from attnflow.sharpening import data
+from attnflow.sharpening import data, metrics
 from attnflow.sharpening.model import PARAMETRIZATIONS
 from attnflow.sharpening.stack import INIT_SEED_OFFSET, INITS, Bags, ModelSpec, ModelStack
 

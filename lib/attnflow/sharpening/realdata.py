@@ -31,9 +31,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from attnflow import device as devices, metrics, seeding, sweep
+from attnflow import device as devices, seeding, sweep
 from attnflow.data import ClassificationSet, WordTokenizer
 from attnflow.params import ParameterError
+from attnflow.sharpening import metrics
 from attnflow.sharpening.contracts import REAL_OPTIMIZERS
 from attnflow.sharpening.model import QK_NAMES, Output, circuits, effective_circuits, parameter_names
 

@@ -25,9 +25,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from attnflow import device as devices, metrics, seeding, sweep
+from attnflow import device as devices, seeding, sweep
 from attnflow.params import ParameterError
-from attnflow.sharpening import data, reduction
+from attnflow.sharpening import data, metrics, reduction
 from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, Output, SelfAttention, circuits, effective_circuits
 
 __all__ = ["ModelSpec", "ModelStack", "Bags", "INIT_SEED_OFFSET", "INITS"]
@@ -70,7 +70,9 @@ class ModelStack:
     """P ``SelfAttention`` models (any mix of parametrizations) with stacked parameters."""
 
     def __init__(self, specs: Sequence[ModelSpec], task: data.Task, *, attend_self: bool = False,
-                 score_scale: float = 1.0, dtype=torch.float32, device: str = "auto"):
+                 score_scale: float = 1.0, dtype=torch.float32, device: str = "auto",
+                 init_seed_offset: int = INIT_SEED_OFFSET):
+        """``init_seed_offset``: a Gaussian init is drawn from ``generator(seed + init_seed_offset)``."""
         if not specs:
             raise ParameterError("parameter 'specs': received an empty sweep; allowed: at least one model")
         self.specs, self.task, self.device = list(specs), task, devices.resolve(device)
@@ -82,7 +84,7 @@ class ModelStack:
             if sp.init == "manifold":
                 reduction.init_on_manifold(model, task, sp.init_scale, sp.init_scale)
             else:
-                model.init_gaussian(sp.init_scale / cfg.d ** 0.5, seeding.generator(sp.seed + INIT_SEED_OFFSET))
+                model.init_gaussian(sp.init_scale / cfg.d ** 0.5, seeding.generator(sp.seed + init_seed_offset))
             self.models.append(model)
         self.cfg = self.models[0].cfg
         self.emb = self.models[0].emb.to(self.device)                           # (V, d)

@@ -227,7 +227,7 @@ def summarize(cfg, task, specs, attn_each: np.ndarray, conf_each: np.ndarray, ma
     lr_ratio, seed)."""
     import torch
 
-    from attnflow import metrics
+    from attnflow.sharpening import metrics
 
     ratios = sorted(set(cfg.fafo_ratios) | {1.0})
     taus = list(cfg.tau_attns)
