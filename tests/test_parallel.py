@@ -218,3 +218,17 @@ def test_build_only_modules_are_out_of_the_library_hash_and_never_imported_by_pa
             hit = [m for m in mods if m.split(".")[:2] in [["attnflow", n] for n in names]]
             assert not hit, f"{src}: imports the build-only module(s) {hit}"
     assert all((lib / n).exists() for n in parallel.BUILD_ONLY)
+
+
+# The atlas page is built from the sweep table; it is not a page one sweeps.
+_NOT_SWEPT = {"atlas"}
+
+
+@pytest.mark.parametrize("page", [p for p in runner.list_pages() if p not in _NOT_SWEPT])
+def test_every_page_has_a_sweep_space_whose_draws_its_schema_accepts(page):
+    """`attnflow sweep PAGE --random N` works for every page of the book: book/sweeps.yml has its
+    space, and draws of it (on top of the smoke profile) pass the page's own validation; the
+    points differ, so a sweep is never N copies of one run."""
+    assert parallel.load_space(page).dims, f"{page}: its sweep space in book/sweeps.yml varies nothing"
+    points = parallel.draw_points(page, 3, seed=7, profile="smoke")   # each point is validated while drawn
+    assert len(points) == 3 and len({json.dumps(p, sort_keys=True, default=str) for p in points}) == 3
