@@ -20,8 +20,10 @@ The optimizer names are ``attnflow.train.OPTIMIZERS``, one tuple for both traini
 
 **Matched training loss** (spec §7.1: compare "at a similar training loss"): with
 ``target_loss`` each model is frozen at the first evaluated step where its full training loss is
-≤ the target; its step, its statistics at that step and its parameters are kept, and training
-goes on for the others until all are frozen or ``steps`` is reached.
+≤ the target (< with ``strict_target=True``); its step, its statistics at that step and its
+parameters are kept, and training goes on for the others until all are frozen or ``steps`` is
+reached. The loss of step k is evaluated at the parameters *before* update k, so a model frozen
+at step k has taken k updates (as ``attnflow.train.train`` with ``stop``).
 """
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ class SweepRun:
     target_loss: float | None = None
     labels: list[str] = field(default_factory=list)
     checkpoints: dict[float, dict] = field(default_factory=dict)   # level -> {"step": (P,), "params": {...}}
+    diverged_at: np.ndarray | None = None    # (P,) step at which the loss became NaN/inf (−1: never)
 
     @property
     def reached(self) -> np.ndarray:
@@ -117,7 +120,7 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
           weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
           seed: int = 0, on_diverge: str = "raise", labels: Sequence[str] | None = None,
           checkpoints: Sequence[float] = (), step_limits: Sequence[int] | None = None, cpu_threads: int | None = 1,
-          desc: str = "sweep") -> SweepRun:
+          strict_target: bool = False, desc: str = "sweep") -> SweepRun:
     """Train P = ``n_models`` stacked models together for at most ``steps`` optimizer steps.
 
     ``batch_size=None`` is full-batch (the loss that is descended is the training loss, checked
@@ -127,8 +130,9 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
     ``"mark"`` freezes a diverged model and flags it (for grids that probe where training breaks).
     ``checkpoints``: loss levels above the target; each model's parameters are also kept at the
     first evaluated step where its loss is ≤ the level (matched comparisons at several losses
-    from one run). ``step_limits`` (P,): a model still above the target at its own limit is
-    frozen there, unreached (e.g. a budget in gradient-flow time η·steps for models with
+    from one run). ``strict_target``: freeze where the loss is strictly below ``target_loss`` (the
+    stop rule ``loss < target`` of a single-model loop) instead of ≤. ``step_limits`` (P,): a
+    model still above the target at its own limit is frozen there, unreached (e.g. a budget in gradient-flow time η·steps for models with
     different η; checked at evaluated steps). ``cpu_threads``: torch intra-op threads during the run on CPU (None: leave as is). The
     batched ops are small (milliseconds); on a shared 2-core machine two threads measured ~6×
     *slower* than one (spin-waiting under contention), so the default is 1.
@@ -137,12 +141,13 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
         return _train(objective, tensors, n_models, optimizer=optimizer, steps=steps, target_loss=target_loss,
                       batch_size=batch_size, n_samples=n_samples, eval_every=eval_every, record_every=record_every,
                       momentum=momentum, weight_decay=weight_decay, betas=betas, eps=eps, seed=seed,
-                      on_diverge=on_diverge, labels=labels, checkpoints=checkpoints, step_limits=step_limits, desc=desc)
+                      on_diverge=on_diverge, labels=labels, checkpoints=checkpoints, step_limits=step_limits,
+                      strict_target=strict_target, desc=desc)
 
 
 def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch_size, n_samples, eval_every,
            record_every, momentum, weight_decay, betas, eps, seed, on_diverge, labels, checkpoints,
-           step_limits, desc) -> SweepRun:
+           step_limits, strict_target, desc) -> SweepRun:
     _check(optimizer, steps, target_loss, on_diverge, tensors)
     if any(not (math.isfinite(c) and c > 0) or (target_loss is not None and c < target_loss) for c in checkpoints):
         raise ValueError(f"parameter 'checkpoints': received {list(checkpoints)}; allowed: finite levels ≥ target_loss")
@@ -164,6 +169,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     active = torch.ones(n_models, dtype=torch.bool, device=device)
     stopped_at = np.full(n_models, -1)
     diverged = np.zeros(n_models, dtype=bool)
+    diverged_at = np.full(n_models, -1)
     loss_final = np.full(n_models, np.nan)
     stats_final: dict[str, np.ndarray] = {}
     rec_steps, rec_loss, rec_stats = [], [], {}
@@ -197,8 +203,12 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                     raise TrainingDiverged(f"training diverged at step {step} for {who}: loss = "
                                            f"{value[bad].tolist()}; lower the learning rates or the init scale")
                 diverged |= bad
+                diverged_at[bad] = step
                 now &= ~bad
-            newly = now & (value <= target_loss) if target_loss is not None else np.zeros_like(now)
+            if target_loss is None:
+                newly = np.zeros_like(now)
+            else:
+                newly = now & ((value < target_loss) if strict_target else (value <= target_loss))
             at_limit = now & ~newly & (step >= limits)
             last = newly | at_limit
             for k, v in stats_np.items():
@@ -233,6 +243,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                 if on_diverge == "raise":
                     raise TrainingDiverged(f"training diverged at step {step} for {who} (minibatch loss not finite)")
                 diverged[idx[~finite].cpu().numpy()] = True
+                diverged_at[idx[~finite].cpu().numpy()] = step
                 active[idx[~finite]] = False
                 loss, idx = loss[finite], idx[finite]
         grads = torch.autograd.grad(loss.sum(), [params[n] for n in names], allow_unused=True)
@@ -251,7 +262,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     stats = {k: np.asarray(v) for k, v in rec_stats.items()}
     return SweepRun(np.asarray(rec_steps), np.asarray(rec_loss), stats, stopped_at, diverged, loss_final,
                     stats_final, {n: p.detach() for n, p in params.items()}, steps_run,
-                    time.perf_counter() - t0, target_loss, labels, snaps)
+                    time.perf_counter() - t0, target_loss, labels, snaps, diverged_at)
 
 
 def _update(optimizer, p, g, buf, sq, step, lr, momentum, weight_decay, betas, eps, shape):

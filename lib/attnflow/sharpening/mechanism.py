@@ -8,25 +8,29 @@ growing rescaling 2|b| of a factorized QK circuit) supplies it. Three levels:
 - :func:`reduced_at_matched_loss` — the reduced ODE with the matched-loss event (spec §8.1);
 - :func:`full_model_at_matched_loss` — the full torch model's population gradient flow from the
   symmetric/balanced manifold, learning rates chosen so it *is* the normalized reduced system;
-- :func:`sampled_at_loss` — discrete GD of the full model on a sampled dataset from a Gaussian
+- :func:`sampled_runs` — discrete GD of the full model on a sampled dataset from a Gaussian
   (not balanced) initialization, stopped when the training loss first drops below a target
-  (spec §8.2).
+  (spec §8.2); all runs trained together by the batched engine ``attnflow.sweep.train``
+  (:func:`sampled_at_loss`: one run).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
 
 from attnflow import device as devices
-from attnflow import seeding, train
-from attnflow.sharpening.data import Task, population, sample
+from attnflow import sweep
+from attnflow.sharpening import experiments
+from attnflow.sharpening.data import Task, population
 from attnflow.sharpening.model import ModelConfig, SelfAttention, circuits
 from attnflow.sharpening.reduced import ReducedRun, ReducedSystem, solve
 from attnflow.sharpening.reduction import constants, coordinates, init_on_manifold
+from attnflow.sharpening.stack import ModelSpec, ModelStack
 
-__all__ = ["reduced_at_matched_loss", "full_model_at_matched_loss", "sampled_at_loss", "SampledRun"]
+__all__ = ["reduced_at_matched_loss", "full_model_at_matched_loss", "sampled_at_loss", "sampled_runs", "SampledRun"]
 
 
 def reduced_at_matched_loss(parametrizations, lr_ratios, *, n_compete: int = 9, n_classes: int = 5,
@@ -116,47 +120,67 @@ MATCH_RTOL = 0.2      # the loss at the stopping step must be within 20% of the 
 def sampled_at_loss(parametrization: str, task: Task, *, lr_ratio: float, n_samples: int = 2000, lr_ov: float = 0.1,
                     init_std: float = 0.1, loss_target: float = 0.1, max_steps: int = 8000, seed: int = 0,
                     device: str = "auto") -> SampledRun:
-    """Full-batch GD of the full model (float32) on a sampled dataset from N(0, (init_std/√d)²),
-    η_QK = r·η_OV, until the training loss first drops below ``loss_target`` (spec §8.2).
+    """One run of :func:`sampled_runs` (the same semantics, a stack of one model)."""
+    return sampled_runs([(parametrization, lr_ratio, seed)], task, n_samples=n_samples, lr_ov=lr_ov, init_std=init_std,
+                        loss_target=loss_target, max_steps=max_steps, device=device)[0]
 
-    Returns a :class:`SampledRun` with the mean attention mass on the distinct (relevant) tokens
-    and the training accuracy at that step. Data from ``generator(seed)``, init from
-    ``generator(seed + 1)``. A run that does not reach the target says why: a diverging or
-    oscillating loss (the GD step above its stability limit: lower ``gd_lr`` or r) or a loss
-    still falling (raise ``max_steps``).
+
+def sampled_runs(runs: Sequence[tuple[str, float, int]], task: Task, *, n_samples: int = 2000, lr_ov: float = 0.1,
+                 init_std: float = 0.1, loss_target: float = 0.1, max_steps: int = 8000,
+                 device: str = "auto") -> list[SampledRun]:
+    """Full-batch GD of the full model (float32) on a sampled dataset from N(0, (init_std/√d)²),
+    η_QK = r·η_OV, until the training loss first drops below ``loss_target`` (spec §8.2), for
+    every (parametrization, r, seed) of ``runs``, trained together by ``attnflow.sweep.train``.
+
+    Each model is independent: data from ``generator(seed)`` (the models of a seed share it),
+    init from ``generator(seed + 1)``; the stack only batches the arithmetic. A model stops at
+    the first step whose training loss, evaluated before that step's update, is < the target
+    (``strict_target``), as a single-model ``train.train`` loop with ``stop`` would
+    (``tests/test_mechanism_batched.py`` checks the two agree). Returns a :class:`SampledRun` per
+    run, in order, with the mean attention mass on the distinct (relevant) tokens and the
+    training accuracy at that step, read from the model's ``SelfAttention`` forward. A run that
+    does not reach the target says why: a diverging or oscillating loss (the GD step above its
+    stability limit: lower ``gd_lr`` or r) or a loss still falling (raise ``max_steps``).
     """
-    dev = devices.resolve(device)
-    batch = sample(task, n_samples, seeding.generator(seed)).to(dev)
-    model = SelfAttention(ModelConfig(parametrization, task.vocab_size, task.n_classes, dtype=devices.EXPERIMENT_DTYPE))
-    model.init_gaussian(init_std / model.cfg.d ** 0.5, seeding.generator(seed + 1)).to(dev)
-    rates = f"η_OV = {lr_ov:g}, η_QK = {lr_ratio * lr_ov:g}"
-    try:
-        traj = train.train(lambda _k: model.loss(batch), model.groups(lr_ratio * lr_ov, lr_ov), steps=max_steps,
-                           stop=lambda _k, loss: loss < loss_target, record_every=max(1, max_steps // 200),
-                           desc=f"GD {parametrization} r={lr_ratio:g}")
-    except train.TrainingDiverged as err:
-        return SampledRun(parametrization, lr_ratio, seed, "diverged",
-                          message=f"GD unstable ({rates}): {err}; the step is above the stability limit, lower gd_lr")
-    if traj.stopped_at is None:
-        loss = np.asarray(traj.loss, dtype=float)
+    specs = [ModelSpec(name, float(r), int(seed), lr_ov=lr_ov, init_scale=init_std) for name, r, seed in runs]
+    stack = ModelStack(specs, task, dtype=devices.EXPERIMENT_DTYPE, device=device, init_seed_offset=1)
+    batch, _ = experiments.stack_batches(task, [sp.seed for sp in specs], n_samples, 1, stack.device)  # (P, N, ·)
+    every = max(1, max_steps // 200)
+    rec = sweep.train(experiments._objective(stack, batch), stack.tensors, len(specs), optimizer="gd", steps=max_steps,
+                      target_loss=loss_target, strict_target=True, record_every=every, on_diverge="mark",
+                      labels=stack.labels, desc=f"GD {len(specs)} sampled runs")
+    grid = (rec.steps % every == 0) | (rec.steps == max_steps)        # the records of a single-model loop
+    return [_sampled_run(sp, rec, i, grid, stack, batch, loss_target, max_steps) for i, sp in enumerate(specs)]
+
+
+def _sampled_run(sp, rec, i: int, grid: np.ndarray, stack, batch, loss_target: float, max_steps: int) -> SampledRun:
+    """The :class:`SampledRun` of model i of a sweep record ``rec``."""
+    name, r, seed = sp.parametrization, sp.lr_ratio, sp.seed
+    rates = f"η_OV = {sp.lr_ov:g}, η_QK = {sp.lr_qk:g}"
+    if rec.diverged[i]:
+        return SampledRun(name, r, seed, "diverged", message=(
+            f"GD unstable ({rates}): the training loss is not finite at step {rec.diverged_at[i]}; the step is "
+            f"above the stability limit, lower gd_lr"))
+    if not rec.reached[i]:
+        steps, loss = rec.steps[grid], rec.loss[grid, i]
         i_min = int(np.argmin(loss))
         if loss[-1] > UNSTABLE_RISE * loss[i_min]:
-            return SampledRun(parametrization, lr_ratio, seed, "diverged", loss=float(loss[-1]), message=(
+            return SampledRun(name, r, seed, "diverged", loss=float(loss[-1]), message=(
                 f"GD unstable ({rates}): the training loss rose from its minimum {loss[i_min]:.3g} (step "
-                f"{traj.steps[i_min]}) to {loss[-1]:.3g} at step {traj.steps[-1]}; the step is above the "
+                f"{steps[i_min]}) to {loss[-1]:.3g} at step {steps[-1]}; the step is above the "
                 f"stability limit of GD, lower gd_lr"))
-        return SampledRun(parametrization, lr_ratio, seed, "slow", loss=float(loss[-1]), message=(
+        return SampledRun(name, r, seed, "slow", loss=float(loss[-1]), message=(
             f"the training loss is still {loss[-1]:.3g} > {loss_target:g} after {max_steps} steps ({rates}); "
             f"raise max_steps"))
+    model = stack.model(i, rec.params)                                  # float32 SelfAttention at the stop step
+    tokens, relevant, targets = (x[i].cpu() for x in (batch.tokens, batch.relevant_mask, batch.targets))
     with torch.no_grad():
-        out = model(batch.tokens)                                         # logits (N, K), attn (N, T)
-        mass = float((out.attn * batch.relevant_mask).sum(-1).mean())
-        acc = float((out.logits.argmax(-1) == batch.targets).float().mean())
-    loss = float(traj.loss[-1])
+        out = model(tokens)                                               # logits (N, K), attn (N, T)
+        mass = float((out.attn * relevant).sum(-1).mean())
+        acc = float((out.logits.argmax(-1) == targets).float().mean())
+    loss, step = float(rec.loss_final[i]), int(rec.stopped_at[i])
     if loss < (1 - MATCH_RTOL) * loss_target:
-        return SampledRun(parametrization, lr_ratio, seed, "overshot", p=mass, accuracy=acc, steps=traj.stopped_at,
-                          loss=loss, message=(f"one GD step ({rates}) took the training loss from above {loss_target:g} "
-                                              f"to {loss:.3g} at step {traj.stopped_at}: not at the matched loss, "
-                                              f"the step is too large (lower gd_lr)"))
-    return SampledRun(parametrization, lr_ratio, seed, "reached", p=mass, accuracy=acc, steps=traj.stopped_at,
-                      loss=loss)
+        return SampledRun(name, r, seed, "overshot", p=mass, accuracy=acc, steps=step, loss=loss, message=(
+            f"one GD step ({rates}) took the training loss from above {loss_target:g} to {loss:.3g} at step {step}: "
+            f"not at the matched loss, the step is too large (lower gd_lr)"))
+    return SampledRun(name, r, seed, "reached", p=mass, accuracy=acc, steps=step, loss=loss)

@@ -2,7 +2,8 @@
 
 ``mechanism_report(cfg)`` measures the attention mass p at matched loss on three levels: the
 reduced ODE (solver event at s = s*), the full model's exact population flow from the manifold,
-and full-batch GD of the full model on sampled data from a random initialization, over seeds.
+and full-batch GD of the full model on sampled data from a random initialization, over seeds
+(every sampled run trained together by the batched engine ``attnflow.sweep.train``).
 
 Claims, tolerances and domains:
 
@@ -297,11 +298,10 @@ def mechanism_report(cfg) -> MechanismReport:
                                                               a0=cfg.a0, b0=cfg.b0, rtol=min(1e-9, cfg.rtol * 10),
                                                               t_max=max(1e4, 2 * ev["t"]))
         samp_task = data.Task(n_classes=cfg.n_classes, n_common=cfg.n_common, seq_len=cfg.seq_len)
-        sampled = {(name, r): [mechanism.sampled_at_loss(name, samp_task, lr_ratio=r, n_samples=cfg.n_samples,
-                                                         lr_ov=cfg.gd_lr, init_std=cfg.init_std,
-                                                         loss_target=cfg.loss_target, max_steps=cfg.max_steps,
-                                                         seed=seed, device=cfg.device) for seed in cfg.seeds]
-                   for name, r in SAMPLED}
+        keys = [(name, r, seed) for name, r in SAMPLED for seed in cfg.seeds]   # one batched GD run of them all
+        flat = mechanism.sampled_runs(keys, samp_task, n_samples=cfg.n_samples, lr_ov=cfg.gd_lr, init_std=cfg.init_std,
+                                      loss_target=cfg.loss_target, max_steps=cfg.max_steps, device=cfg.device)
+        sampled = {key: [run for run in flat if (run.parametrization, run.lr_ratio) == key] for key in SAMPLED}
     order = lambda d: " > ".join(sorted(cfg.parametrizations, key=lambda nm: -d[(nm, r1)]))  # noqa: E731
     finite = [v for v in p_match.values() if math.isfinite(v)]
     mean = lambda key: float(np.mean([run.p if run.reached else np.nan for run in sampled[key]]))  # noqa: E731
