@@ -13,24 +13,21 @@
 # %% [markdown]
 # # Real text: WikiText and TinyStories
 #
-# The paper's last experiment leaves Markov chains: the same one-layer transformer, trained
-# from a small initialization on real text, should go through the same stages, with
-# attention drawn first to the most frequent tokens. This page trains the model of the
-# chapter on two corpora and puts next to each run the theory's prediction for it: the
-# **Markov approximation**, the same model trained on the population loss of the bigram chain
-# fitted on the same text, from the same initial weights.
+# The paper's last experiment leaves Markov chains: the same one-layer transformer, trained from a small
+# initialization on real text, should go through the same stages, with attention drawn first to the most frequent
+# tokens. This page trains the model of the chapter on two corpora and puts next to each run the theory's
+# prediction for it: the **Markov approximation**, the same model trained on the population loss of the bigram
+# chain fitted on the same text, from the same initial weights.
 #
 # ```{prf:observation} Focus and dilution on real text
 # :label: obs-real-text
 #
-# **[paper]** {cite:p}`chen2026focus`: the stages appear on WikiText and TinyStories
-# (claim B10); high-frequency tokens ("the", whitespace) attract attention first, a dilution
-# phase follows, then mid-frequency tokens are learned (B11); the Markov approximation holds
-# well enough in early training to serve as a proxy for real-data dynamics.
-# **[reconstruction]**: the tokenization (word-level pieces with whitespace as tokens, the most
-# frequent $d-1$ pieces plus one UNK bucket), the measure of attention per token id (the
-# *lift*), the windows, every hyperparameter (spec Q6) and the quantitative test of the
-# Markov approximation.
+# **[paper]** {cite:p}`chen2026focus`: the stages appear on WikiText and TinyStories (claim B10); high-frequency
+# tokens ("the", whitespace) attract attention first, a dilution phase follows, then mid-frequency tokens are
+# learned (B11); the Markov approximation holds well enough in early training to serve as a proxy for real-data
+# dynamics. **[reconstruction]**: the tokenization (word-level pieces with whitespace as tokens, the most frequent
+# $d-1$ pieces plus one UNK bucket), the measure of attention per token id (the *lift*), the windows, every
+# hyperparameter (spec Q6) and the quantitative test of the Markov approximation.
 # ```
 
 # %% tags=["parameters"]
@@ -66,20 +63,17 @@ rep = real_text.measure(cfg)      # the corpora, the real and the Markov runs, t
 # %% [markdown]
 # ## 1. Data
 #
-# The lines printed above name the sources. Where the Hugging Face Hub is unreachable (as on
-# the machines this book is built on) they are the **offline stand-ins** of `data/README.md`:
+# The lines printed above name the sources. Where the Hugging Face Hub is unreachable (as on the machines this book
+# is built on) they are the **offline stand-ins** of `data/README.md`:
 #
-# - **WikiText** → the real Wikipedia excerpt that gensim ships as test data: 106 articles,
-#   about 0.4M words, markup stripped (WikiText-2 has about 2M words from 600 good and featured
-#   articles, WikiText-103 about 100M), most titles starting with "A";
-# - **TinyStories** → **Shakespeare's plays and poems, not children's stories.** No corpus like
-#   TinyStories ships in a reachable package; this is a second real corpus in a very different
-#   register (verse, speaker names, archaic spelling, many line breaks).
+# - **WikiText** → the real Wikipedia excerpt that gensim ships as test data (106 articles, about 0.4M words,
+#   markup stripped; WikiText-2 has about 2M words, WikiText-103 about 100M);
+# - **TinyStories** → **Shakespeare's plays and poems, not children's stories**: no corpus like TinyStories
+#   ships in a reachable package; this is a second real corpus in a very different register.
 #
-# Both are cut into word-level pieces that keep whitespace: a space and a line break are tokens
-# of their own (focus_dilution.md §7 item 8 asks for the attention on whitespace). The most
-# frequent $d-1$ pieces keep an id, every other piece goes to one UNK bucket. The table shows
-# the most frequent tokens and their shares $\pi_k$.
+# Both are cut into word-level pieces that keep whitespace: a space and a line break are tokens of their own
+# (focus_dilution.md §7 item 8 asks for the attention on whitespace). The most frequent $d-1$ pieces keep an id,
+# every other piece goes to one UNK bucket. The table shows the most frequent tokens and their shares $\pi_k$.
 
 # %%
 rep.data_table()
@@ -87,15 +81,13 @@ rep.data_table()
 # %% [markdown]
 # ## 2. Training, and the Markov approximation
 #
-# Each corpus gives $N$ windows $x_1\dots x_{s+1}$ at random offsets; the last context token
-# queries the $s$ positions and predicts $x_{s+1}$ (the model of {doc}`cycle`, no positions).
-# Full-batch gradient descent with a step {glue:text}`lr:g` from entries $\mathcal N(0,\epsilon^2)$,
-# $\epsilon=$ {glue:text}`eps:g`, $d=$ {glue:text}`d:g`, $m=$ {glue:text}`m:g`. The **Markov run**
-# trains the same initial weights on the population loss of the bigram chain fitted on the
-# training text (add-{glue:text}`alpha:g` smoothing). Both are measured on the same held-out
-# windows: the loss, and the **lift** of every token id — the attention mass on the positions
-# holding it divided by their share of the window (1 under uniform attention, above 1 when the
-# token draws attention).
+# Each corpus gives $N$ windows $x_1\dots x_{s+1}$ at random offsets; the last context token queries the $s$
+# positions and predicts $x_{s+1}$ (the model of {doc}`cycle`, no positions). Full-batch gradient descent with a
+# step {glue:text}`lr:g` from entries $\mathcal N(0,\epsilon^2)$, $\epsilon=$ {glue:text}`eps:g`, $d=$
+# {glue:text}`d:g`, $m=$ {glue:text}`m:g`. The **Markov run** trains the same initial weights on the population
+# loss of the bigram chain fitted on the training text (add-{glue:text}`alpha:g` smoothing). Both are measured on
+# the same held-out windows: the loss, and the **lift** of every token id — the attention mass on the positions
+# holding it divided by their share of the window (1 under uniform attention, above 1 when it draws attention).
 
 # %%
 glued = rep.glue()
@@ -110,123 +102,98 @@ rep.moves_figure()
 # %% [markdown]
 # ## 3. What the runs show
 #
-# **Condensation, then a plateau at the unigram loss (B10).** On both corpora the loss falls
-# from $\log d$ to the entropy of the training targets while the effective rank of the
-# embedding $W_0$ drops from {glue:text}`wikitext_rank_init:.1f` to
-# {glue:text}`wikitext_rank_cond:.2f` (WikiText; TinyStories stand-in
+# **Condensation, then a plateau at the unigram loss (B10).** On both corpora the loss falls from $\log d$ to the
+# entropy of the training targets while the effective rank of the embedding $W_0$ drops from
+# {glue:text}`wikitext_rank_init:.1f` to {glue:text}`wikitext_rank_cond:.2f` (WikiText; TinyStories stand-in
 # {glue:text}`tinystories_rank_cond:.2f`) and attention stays uniform (largest lift change
-# {glue:text}`wikitext_lift_dev_cond:.3f` and {glue:text}`tinystories_lift_dev_cond:.3f` at the
-# end of condensation, $t=$ {glue:text}`wikitext_t_cond:g` and {glue:text}`tinystories_t_cond:g`):
-# stage 1 of the chapter, on real text.
+# {glue:text}`wikitext_lift_dev_cond:.3f` and {glue:text}`tinystories_lift_dev_cond:.3f` at the end of
+# condensation, $t=$ {glue:text}`wikitext_t_cond:g` and {glue:text}`tinystories_t_cond:g`): stage 1 of the
+# chapter, on real text.
 #
-# **The first attention move is frequency-driven — but away from the most frequent token.**
-# The most frequent token of both corpora is the space (share well above $\|\pi\|^2$). The
-# Markov theory of the plateau (spec R2–R3) says that every token's lift moves in proportion to
-# $\mathrm{sign}(g)\,(\pi_k-\|\pi\|^2)$, and the fitted bigram chains have $g<0$
-# ({glue:text}`wikitext_g:.3f` and {glue:text}`tinystories_g:.3f`): a space is followed by a word,
-# a word by a space, so frequent tokens are *not* followed by frequent tokens. The theory
-# therefore predicts that attention leaves the space and spreads over all rarer tokens — and
-# that is what happens: at the first move ($t=$ {glue:text}`wikitext_t_move:g`) the lift of the
-# space is {glue:text}`wikitext_hub_lift_move:.2f`, that of the next four tokens
-# {glue:text}`wikitext_top_lift_move:.2f` (of "the" alone {glue:text}`wikitext_the_lift_move:.2f`)
-# and that of the mid-frequency tokens {glue:text}`wikitext_mid_lift_move:.2f` (WikiText;
-# TinyStories stand-in: {glue:text}`tinystories_hub_lift_move:.2f`,
-# {glue:text}`tinystories_top_lift_move:.2f`, {glue:text}`tinystories_the_lift_move:.2f`,
-# {glue:text}`tinystories_mid_lift_move:.2f`). Over all tokens, the measured changes correlate
-# with the prediction at {glue:text}`wikitext_move_corr:.3f` and
+# **The first attention move is frequency-driven — but away from the most frequent token.** The most frequent
+# token of both corpora is the space (share well above $\|\pi\|^2$). The Markov theory of the plateau (spec R2–R3)
+# says that every token's lift moves in proportion to $\mathrm{sign}(g)\,(\pi_k-\|\pi\|^2)$, and the fitted bigram
+# chains have $g<0$ ({glue:text}`wikitext_g:.3f` and {glue:text}`tinystories_g:.3f`): a space is followed by a
+# word, a word by a space, so frequent tokens are *not* followed by frequent tokens. The theory therefore predicts
+# that attention leaves the space and spreads over all rarer tokens — and that is what happens: at the first move
+# ($t=$ {glue:text}`wikitext_t_move:g`) the lift of the space is {glue:text}`wikitext_hub_lift_move:.2f`, that of
+# the next four tokens {glue:text}`wikitext_top_lift_move:.2f` (of "the" alone
+# {glue:text}`wikitext_the_lift_move:.2f`) and that of the mid-frequency tokens
+# {glue:text}`wikitext_mid_lift_move:.2f` (WikiText; TinyStories stand-in:
+# {glue:text}`tinystories_hub_lift_move:.2f`, {glue:text}`tinystories_top_lift_move:.2f`,
+# {glue:text}`tinystories_the_lift_move:.2f`, {glue:text}`tinystories_mid_lift_move:.2f`). Over all tokens, the
+# measured changes correlate with the prediction at {glue:text}`wikitext_move_corr:.3f` and
 # {glue:text}`tinystories_move_corr:.3f`, with the predicted sign for a fraction
 # {glue:text}`wikitext_move_sign:.2f` and {glue:text}`tinystories_move_sign:.2f` of them.
 #
-# **Dilution and the next stage.** The tilt then decays slowly while the embedding gains a
-# second direction, and the loss leaves the plateau ($t=$ {glue:text}`wikitext_t_escape:g` and
-# {glue:text}`tinystories_t_escape:g`): at that transition attention concentrates anew on other
-# tokens (see the lift panel) and the effective rank of $W_0$ ends at
-# {glue:text}`wikitext_rank_end:.2f` and {glue:text}`tinystories_rank_end:.2f`.
+# **Dilution and the next stage.** The tilt then decays slowly while the embedding gains a second direction, and
+# the loss leaves the plateau ($t=$ {glue:text}`wikitext_t_escape:g` and {glue:text}`tinystories_t_escape:g`): at
+# that transition attention concentrates anew on other tokens (see the lift panel) and the effective rank of $W_0$
+# ends at {glue:text}`wikitext_rank_end:.2f` and {glue:text}`tinystories_rank_end:.2f`.
 #
-# **How far the Markov approximation goes.** Trained on nothing but the fitted bigram chain, the
-# same initial weights give a held-out loss on *real* windows within
-# {glue:text}`wikitext_gap_plateau:.3f` (WikiText) and {glue:text}`tinystories_gap_plateau:.3f`
-# (TinyStories stand-in) of the real run all along the plateau, as a fraction of the total drop
-# (on Shakespeare the two drift apart late in the plateau), the same direction of the first move,
-# and the same clock through condensation: halfway at $t=$ {glue:text}`wikitext_t_half:g` (real)
-# and {glue:text}`wikitext_t_half_markov:g` (Markov) on WikiText, {glue:text}`tinystories_t_half:g`
-# and {glue:text}`tinystories_t_half_markov:g` on the TinyStories stand-in. Late in the plateau
-# the runs part: the held-out loss leaves the plateau at {glue:text}`wikitext_t_escape_val_txt`
-# (real) and {glue:text}`wikitext_t_escape_markov_txt` (Markov) on WikiText
-# ({glue:text}`wikitext_escape_diff_txt`), and at {glue:text}`tinystories_t_escape_val_txt` and
-# {glue:text}`tinystories_t_escape_markov_txt` on the TinyStories stand-in
-# ({glue:text}`tinystories_escape_diff_txt`). The largest loss gap
-# over the whole run, {glue:text}`wikitext_gap_all:.3f` and {glue:text}`tinystories_gap_all:.3f`,
-# comes from these shifts on the steep parts of the curves. Beyond the plateau the real text is not
-# a bigram chain, and the real run also fits its finite sample of windows (its training loss leaves
-# the plateau before its held-out loss), which the population of the chain does not have.
+# **How far the Markov approximation goes.** Trained on nothing but the fitted bigram chain, the same initial
+# weights give a held-out loss on *real* windows within {glue:text}`wikitext_gap_plateau:.3f` (WikiText) and
+# {glue:text}`tinystories_gap_plateau:.3f` (TinyStories stand-in) of the real run all along the plateau, as a
+# fraction of the total drop (on Shakespeare the two drift apart late in the plateau), the same direction of the
+# first move, and the same clock through condensation: halfway at $t=$ {glue:text}`wikitext_t_half:g` (real) and
+# {glue:text}`wikitext_t_half_markov:g` (Markov) on WikiText, {glue:text}`tinystories_t_half:g` and
+# {glue:text}`tinystories_t_half_markov:g` on the stand-in. Late in the plateau the runs part: the held-out loss
+# leaves the plateau at {glue:text}`wikitext_t_escape_val_txt` (real) and {glue:text}`wikitext_t_escape_markov_txt`
+# (Markov) on WikiText ({glue:text}`wikitext_escape_diff_txt`), at {glue:text}`tinystories_t_escape_val_txt` and
+# {glue:text}`tinystories_t_escape_markov_txt` on the stand-in ({glue:text}`tinystories_escape_diff_txt`); these
+# shifts on the steep parts of the curves give the largest loss gap, {glue:text}`wikitext_gap_all:.3f` and
+# {glue:text}`tinystories_gap_all:.3f`. Beyond the plateau the text is not a bigram chain, and the real run also
+# fits its finite sample of windows (its training loss leaves the plateau before its held-out loss).
 #
 # ```{admonition} The paper's ordering (B11) is not reproduced on the stand-ins with this tokenization
 # :class: warning
-# Claim B11 says that "the" and whitespace attract attention first, and that mid-frequency
-# tokens are learned later. Here whitespace *loses* attention first, "the" and the punctuation
-# gain it at the same time as the mid-frequency tokens (not before them), and the next focus
-# goes to the UNK bucket of rare words. The reconstruction's own theory predicts this first
-# move for chains with $g<0$; it would predict the paper's order only for text whose frequent
-# tokens follow each other ($g>0$), which depends on the tokenizer (the paper's is unknown,
-# spec Q6). The paper's ordering is still checked below, against the paper's statement (the
-# criterion {glue:text}`wikitext_order_verdict` on WikiText and
-# {glue:text}`tinystories_order_verdict` on the stand-in); a check that fails is listed as
-# **≠ not reproduced** and links to the evidence in the {ref}`errata <errata-real-text-order>`.
+# Here whitespace *loses* attention first, "the" and the punctuation gain it together with the mid-frequency
+# tokens, and the next focus goes to the UNK bucket of rare words: the first move the reconstruction predicts for
+# chains with $g<0$ (the paper's order needs $g>0$, which depends on the tokenizer; the paper's is unknown, spec
+# Q6). The paper's ordering is still checked below, against its statement (the criterion
+# {glue:text}`wikitext_order_verdict` on WikiText and {glue:text}`tinystories_order_verdict` on the stand-in); a
+# failed check is listed as **≠ not reproduced** with the evidence in the {ref}`errata <errata-real-text-order>`.
 # ```
 #
 # ```{admonition} The Markov approximation, tested against the paper's statement
 # :class: warning
-# The paper says the Markov approximation "holds well enough in early training to serve as a
-# proxy for real-data dynamics"; how it quantified this is unknown (Q6). We fixed two criteria
-# before the runs (below): a loss gap of at most 3% of the drop along the plateau, and escape
-# times within 10%. On the plateau the criterion {glue:text}`wikitext_gap_verdict` on WikiText and
-# {glue:text}`tinystories_gap_verdict` on the TinyStories stand-in; at the escape it
-# {glue:text}`wikitext_escape_verdict` on WikiText and {glue:text}`tinystories_escape_verdict` on
-# the stand-in. Checks that fail are listed as **≠ not reproduced** with the evidence in the
-# {ref}`errata <errata-real-text-markov>`; the tolerances were not changed after the runs.
+# How the paper quantified "well enough to serve as a proxy" is unknown (Q6). We fixed two criteria before the runs
+# (below): a loss gap of at most 3% of the drop along the plateau, and escape times within 10%. On the plateau the
+# criterion {glue:text}`wikitext_gap_verdict` on WikiText and {glue:text}`tinystories_gap_verdict` on the stand-in;
+# at the escape it {glue:text}`wikitext_escape_verdict` and {glue:text}`tinystories_escape_verdict`. A failed check
+# shows **≠ not reproduced** (evidence: {ref}`errata <errata-real-text-markov>`); no tolerance was changed after the runs.
 # ```
 #
 # ## 4. Claims
 #
-# Where each target comes from. The stages on real text (B10), the paper's order of attention
-# (B11) and the Markov approximation as a proxy for early training are **statements of the
-# paper**: their checks say `[paper]`, and one that fails is shown as ≠ not reproduced with a link
-# to its errata entry, not hidden and not loosened. The direction of the first move and the
-# condensation clock are **predictions of the reconstruction**: they must pass.
+# The stages on real text (B10), the paper's order of attention (B11) and the Markov approximation as a proxy for
+# early training are **statements of the paper** (`[paper]`, may end ≠ not reproduced, as above); the first move's
+# direction and the condensation clock are **predictions of the reconstruction** and must pass.
 #
-# - *B10, stage 1 on real text* [paper]: at the end of condensation (the first record within a
-#   tenth of the drop $\log d-L_{\rm plateau}$ of the plateau) the effective rank of $W_0$ is below
-#   1.5 (from about $m$ at initialization; a rank-one condensate has 1) while no token's lift has
-#   moved by more than 0.02 (attention still frozen).
-# - *B10, next stage* [paper]: the loss then falls below the plateau by at least a tenth of the gap
-#   to the bigram loss, and the embedding has a second direction (effective rank above 1.8).
-# - *B11, direction of the first move* [reconstruction]: the lift changes at the first move
-#   correlate with the Markov prediction $\mathrm{sign}(g)(\pi_k-\|\pi\|^2)$ at 0.8 or more,
-#   with the predicted sign for at least 90% of the tokens (the prediction is first order in the
-#   attention amplitude; finite windows add noise of a few percent in the lifts).
-# - *B11, the paper's order* [paper]: at the first attention move (the first record where some
-#   lift is 0.1 away from 1) the space and "the" have gained attention (lift above 1) and more of
-#   it than the mid-frequency tokens (both lifts above the mean lift of frequency ranks
-#   {glue:text}`mid_first`–{glue:text}`mid_last`). The space stands for whitespace: it is the
-#   most frequent whitespace piece of both corpora. Strict inequalities without a margin, the most
-#   lenient reading of "first".
-# - *B10, Markov approximation: condensation clock* [reconstruction]: the real run and its Markov
-#   approximation pass the middle of condensation at times within 10% of each other. Condensation
-#   depends on the data only through π (rate $\sigma_0=\|\pi\|\|\pi-\mathbf 1/d\|$, spec R1), the
-#   same for the text and its chain; the finite sample of windows estimates π to a few percent,
-#   which moves $\sigma_0$ by as much.
-# - *B10, Markov approximation on the plateau* [paper]: from the end of condensation to the
-#   escape, the held-out loss of the Markov run stays within **3%** of the drop
-#   $\log d-L_{\rm end}$ of the real run's. Set before the runs: the finite sample of windows moves
-#   the real run's plateau by about 1% of the drop, and "well enough to serve as a proxy" should
-#   leave the loss curves indistinguishable at the scale of a figure.
-# - *B10, Markov approximation at the escape* [paper]: the held-out losses of the two runs leave
-#   the plateau (a tenth of the gap to the bigram loss below it) at times within **10%** of each
-#   other, the tolerance of the condensation clock, fixed before the runs. The paper does not say
-#   how far "early training" reaches; we read it as the first cycle, up to this escape, because the
-#   paper uses the Markov picture to explain the stages on real text (B10). That reading is ours
-#   (Q6).
+# - *B10, stage 1 on real text* [paper]: at the end of condensation (the first record within a tenth of the drop
+#   $\log d-L_{\rm plateau}$ of the plateau) the effective rank of $W_0$ is below 1.5 (about $m$ at initialization,
+#   1 for a rank-one condensate) while no token's lift has moved by more than 0.02 (attention still frozen).
+# - *B10, next stage* [paper]: the loss then falls below the plateau by at least a tenth of the gap to the bigram
+#   loss, and the embedding has a second direction (effective rank above 1.8).
+# - *B11, direction of the first move* [reconstruction]: the lift changes correlate with the Markov prediction
+#   $\mathrm{sign}(g)(\pi_k-\|\pi\|^2)$ at 0.8 or more, with its sign for at least 90% of the tokens (the prediction
+#   is first order in the attention amplitude; finite windows add noise of a few percent in the lifts).
+# - *B11, the paper's order* [paper]: at the first attention move (the first record where some lift is 0.1 away
+#   from 1) the space (the most frequent whitespace piece of both corpora) and "the" have lift above 1 and above
+#   the mean lift of frequency ranks {glue:text}`mid_first`–{glue:text}`mid_last`: strict inequalities without a
+#   margin, the most lenient reading of "first".
+# - *B10, Markov approximation: condensation clock* [reconstruction]: the two runs pass the middle of condensation
+#   at times within 10% of each other. Condensation depends on the data only through π (rate
+#   $\sigma_0=\|\pi\|\|\pi-\mathbf 1/d\|$, spec R1), shared by the text and its chain; the finite sample of windows
+#   estimates π, and so $\sigma_0$, to a few percent.
+# - *B10, Markov approximation on the plateau* [paper]: from the end of condensation to the escape, the Markov
+#   run's held-out loss stays within **3%** of the real run's drop $\log d-L_{\rm end}$. Set before the runs: the
+#   finite sample of windows moves the real run's plateau by about 1% of the drop, and "well enough to serve as a
+#   proxy" should leave the loss curves indistinguishable at the scale of a figure.
+# - *B10, Markov approximation at the escape* [paper]: the two held-out losses leave the plateau (a tenth of the
+#   gap to the bigram loss below it) at times within **10%** of each other, the condensation clock's tolerance,
+#   fixed before the runs. We read "early training" as the first cycle, up to this escape, because the paper uses
+#   the Markov picture to explain the stages on real text (B10); that reading is ours (Q6).
 
 # %% tags=["hide-input"]
 rep.check_claims()
