@@ -96,5 +96,5 @@ def test_theta_c2_closed_form_on_a_random_family_chain():
     assert closed_forms.g_rate(markov) > 0
     t_end = 1.5 * closed_forms.plateau_time(markov, 1e-3)
     run = runs.population_flow(markov, d_model=4, t_eval=np.linspace(0, t_end, 300))
-    assert run.q["loss"][-1] == pytest.approx(closed_forms.theta_c2_loss(markov), abs=1e-7)
-    assert run.q["M_perp_smax"][-1] < 1e-5
+    assert run.quantities["loss"][-1] == pytest.approx(closed_forms.theta_c2_loss(markov), abs=1e-7)
+    assert run.quantities["M_perp_smax"][-1] < 1e-5

@@ -25,21 +25,21 @@ def test_reference_flow_condensation_and_plateau_targets():
     run = runs.population_flow(markov, t_eval=np.arange(0.0, 300.5, 0.5))
     assert run.rate("mode0", 19.9, 39.8) == pytest.approx(closed_forms.sigma0(markov), rel=2e-3)
     i = run.at(200.0)
-    assert run.q["loss"][i] == pytest.approx(SPEC["H_pi"], abs=5e-6)
-    assert run.q["W0_fro"][i] == pytest.approx(SPEC["W0_norm_c1_measured"], rel=1e-4)
-    assert np.ptp(run.q["balance"]) < 1e-9, "‖W0‖² − ‖W1‖² − ‖WQ‖² − ‖WK‖² is conserved"
-    assert run.q["cos_W0_pi"][i] > 1 - 1e-4 and run.q["cos_W1_ell"][i] > 1 - 1e-4
+    assert run.quantities["loss"][i] == pytest.approx(SPEC["H_pi"], abs=5e-6)
+    assert run.quantities["W0_fro"][i] == pytest.approx(SPEC["W0_norm_c1_measured"], rel=1e-4)
+    assert np.ptp(run.quantities["balance"]) < 1e-9, "‖W0‖² − ‖W1‖² − ‖WQ‖² − ‖WK‖² is conserved"
+    assert run.quantities["cos_W0_pi"][i] > 1 - 1e-4 and run.quantities["cos_W1_ell"][i] > 1 - 1e-4
 
 
 def test_random_chain_w1_turns_from_pi_to_ell():
     """B17: random d = 6 chain to t = 600."""
     markov = chains.dirichlet_chain(6, 0)
     run = runs.population_flow(markov, t_eval=np.linspace(0, 600, 601))
-    assert run.q["W0_fro"][-1] == pytest.approx(SPEC["W0_norm_c1_random"], rel=2e-4)
-    assert run.q["loss"][-1] == pytest.approx(SPEC["H_pi_random"], abs=1e-5)
-    assert run.q["cos_W1_pic"].max() > 1 - 1e-4
-    assert run.q["cos_W1_pic"][-1] == pytest.approx(SPEC["cos_W1_pic_final_random"], abs=1e-4)
-    assert run.q["cos_W1_ell"][-1] > 1 - 1e-4
+    assert run.quantities["W0_fro"][-1] == pytest.approx(SPEC["W0_norm_c1_random"], rel=2e-4)
+    assert run.quantities["loss"][-1] == pytest.approx(SPEC["H_pi_random"], abs=1e-5)
+    assert run.quantities["cos_W1_pic"].max() > 1 - 1e-4
+    assert run.quantities["cos_W1_pic"][-1] == pytest.approx(SPEC["cos_W1_pic_final_random"], abs=1e-4)
+    assert run.quantities["cos_W1_ell"][-1] > 1 - 1e-4
 
 
 def test_escape_rate_equals_transverse_drive():

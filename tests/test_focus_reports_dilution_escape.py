@@ -19,7 +19,7 @@ from attnflow.focus_dilution.runs import FlowRun
 
 # ----------------------------------------------------------------------------- small fakes
 def _fake_run(t, chain=None, states=None, **q):
-    run = FlowRun(t=np.asarray(t, float), q={k: np.asarray(v, float) for k, v in q.items()}, chain=chain)
+    run = FlowRun(t=np.asarray(t, float), quantities={k: np.asarray(v, float) for k, v in q.items()}, chain=chain)
     if states is not None:
         run.result = SimpleNamespace(states=lambda: states)
     return run

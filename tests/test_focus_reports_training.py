@@ -74,7 +74,7 @@ def _cycle_report(per_seed, train_ok=True, L_flow=1.508):
         L_c2_trained=math.nan, cycle_frac=0.0, b6_sign_frac=1.0, b6_hub_before=0.4, b6_hub_after=0.5, b6_gainer=0,
         b7_da_hub=0.5, b7_da_low_max=-0.4, b7_peak=0.4, b7_after=0.35, b7_peak_flow=0.4, b7_after_flow=0.35,
         b9_s2_growth=100.0, b9_n_cycle2=2.0,
-        st_flow=stages.Stages([stages.Stage(n, i, i + 1, 1, 1.0) for i, n in enumerate(stages.CYCLE_ORDER)], []),
+        stages_flow=stages.Stages([stages.Stage(n, i, i + 1, 1, 1.0) for i, n in enumerate(stages.CYCLE_ORDER)], []),
         per_seed=per_seed, trained=[SimpleNamespace(label=f"seed {i}") for i in range(len(per_seed))],
         flow_domain=claims.domain(("hub", True, "")), train_domain=dom, cfg=SimpleNamespace(n_samples=4096, seq_len=16384))
 

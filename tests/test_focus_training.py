@@ -112,7 +112,7 @@ def test_gd_on_population_rows_is_gd_on_the_population_loss(chain):
     train.train(lambda step: loss(theta), {"all": (list(theta.values()), 2.0)}, steps=60)
     for name in theta:
         assert torch.allclose(run.states[name][-1], theta[name].detach(), rtol=1e-10, atol=1e-13), name
-    assert run.t[-1] == 120.0 and run.q["loss"][-1] == pytest.approx(float(loss(theta).detach()), rel=1e-12)
+    assert run.t[-1] == 120.0 and run.quantities["loss"][-1] == pytest.approx(float(loss(theta).detach()), rel=1e-12)
 
 
 @pytest.mark.parametrize("optimizer", ["gd", "adam"])
@@ -134,7 +134,8 @@ def test_train_run_records(chain):
     assert list(run.step) == [0, 10, 20, 30] and np.allclose(run.t, run.step * 1.0)
     assert run.states["W0"].shape == (4, chain.d, 8) and run.states["W0"].dtype == torch.float64
     for key in ("loss", "A", "amp", "sigma2", "hub_attention"):
-        assert len(run.q[key]) == 4
+        assert len(run.quantities[key]) == 4
+    assert run.q is run.quantities        # the former name, still read by the dilution and focus reports
     assert run.train_loss[0] == pytest.approx(np.log(chain.d), rel=1e-5)       # uniform prediction at θ ≈ 0
     assert np.all((run.data_hub_attention > 0) & (run.data_hub_attention < 1))
     assert run.settings["dtype"] == "float32" and run.label == "tiny"
@@ -257,4 +258,4 @@ def test_flow_and_trained_start_together_and_equal_the_explicit_calls():
     for name in model.PARAM_NAMES:
         assert torch.equal(explicit.states[name], trained.states[name]), name
     ref = runs.population_flow(markov, d_model=8, init_scale=0.03, seed=1, t_eval=runs.time_grid(horizon))
-    assert np.array_equal(ref.q["loss"], flow.q["loss"])
+    assert np.array_equal(ref.quantities["loss"], flow.quantities["loss"])

@@ -157,7 +157,7 @@ display.table(rep.rows())
 # start of its linear window, else its last stored time) from `A`, `P_hat` and `chain` (`chain.P`, `chain.pi`) below.
 
 # %% tags=["exercise"]
-A, P_hat, chain = rep.ex_run.q["A"][rep.ex_index], rep.ex_run.q["P_hat"][rep.ex_index], rep.ex_run.chain
+A, P_hat, chain = rep.ex_run.quantities["A"][rep.ex_index], rep.ex_run.quantities["P_hat"][rep.ex_index], rep.ex_run.chain
 ### BEGIN SOLUTION
 rate_mine = float(np.linalg.svd(A.T @ np.diag(chain.pi) @ (chain.P - P_hat), compute_uv=False)[0])
 ### END SOLUTION

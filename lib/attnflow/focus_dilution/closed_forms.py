@@ -40,9 +40,9 @@ def escape_time_origin(chain: MarkovChain, init_scale: float) -> float:
 def origin_spectrum(chain: MarkovChain, m: int) -> np.ndarray:
     """R1: eigenvalues of the flow's Jacobian at θ = 0, sorted: ±σ0 (m each), 0 elsewhere."""
     n = 2 * chain.d * m + 2 * m * m
-    ev = np.zeros(n)
-    ev[:m], ev[-m:] = -sigma0(chain), sigma0(chain)
-    return ev
+    eigenvalues = np.zeros(n)
+    eigenvalues[:m], eigenvalues[-m:] = -sigma0(chain), sigma0(chain)
+    return eigenvalues
 
 
 @dataclass

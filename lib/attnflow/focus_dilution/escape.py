@@ -58,7 +58,7 @@ def mode_split(run: FlowRun, index: int) -> tuple[float, float]:
     """(share, imbalance) of the unstable transverse mode at stored time ``index`` (see :func:`slope_bias`):
     share = ‖(I − uuᵀ)W0ᵀx‖ / σ₂(W0), imbalance = (|p|² − |q|²)/|p + q|² with p = (I − uuᵀ)W0ᵀx,
     q = (I − uuᵀ)W1 y, x, y the top singular vectors of M⊥ = AᵀΠ(P − P̂) and u the rank-one direction."""
-    qs = run.q
+    qs = run.quantities
     U, _, Vt = np.linalg.svd(M_perp(qs["A"][index], qs["P_hat"][index], run.chain))
     x, y = U[:, 0], Vt[0]                                                     # (d,), (d,)
     states = run.result.states()
@@ -105,7 +105,7 @@ def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW, strict: boo
 
     ``strict=False``: when σ₂(W0) does not cross the window within the run (no escape within the
     horizon), return nan statistics with ``window_found=False`` instead of raising ValueError."""
-    t, q = run.t, run.q
+    t, q = run.t, run.quantities
     floor = float(q["sigma2"][run.at(after)])
     try:
         t0, t1 = run.window("sigma2", *window, after=after)
@@ -132,7 +132,7 @@ def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW, strict: boo
 
 def rank_counts(run: FlowRun, times, threshold: float = 0.1) -> list[int]:
     """Number of singular values of W0 above ``threshold`` at each of ``times`` (rank steps, B9)."""
-    return [int((run.q["sv_W0"][run.at(s)] > threshold).sum()) for s in times]
+    return [int((run.quantities["sv_W0"][run.at(s)] > threshold).sum()) for s in times]
 
 
 @dataclass
@@ -167,23 +167,23 @@ def lyapunov_schmidt_limit(chains: list[MarkovChain], deltas, theta_start: dict[
     deltas = np.asarray(deltas, dtype=float)
     start = project_rank_one(theta_start)
     Ms, gn, off, s2_start, gain = [], [], [], [], []
-    for markov in chains:
-        run = population_flow(markov, theta0=start, score_scale=score_scale, t_eval=np.linspace(0.0, horizon, 81))
-        s2_start.append(float(run.q["sigma2"][0]))
-        gain.append(float(np.trapezoid(run.q["M_perp_smax"], run.t)))
+    for chain in chains:
+        run = population_flow(chain, theta0=start, score_scale=score_scale, t_eval=np.linspace(0.0, horizon, 81))
+        s2_start.append(float(run.quantities["sigma2"][0]))
+        gain.append(float(np.trapezoid(run.quantities["M_perp_smax"], run.t)))
         states = {n: s[-1:] for n, s in run.result.states().items()}
         g_end = float(measure.grad_norms(states, run.loss_fn)[0])
         for _ in range(extend):      # slow approach to θ_c²(δ): continue from the end state, twice as long
             if g_end <= converged:
                 break
             end = {n: s[0] for n, s in states.items()}
-            run = population_flow(markov, theta0=end, score_scale=score_scale, t_eval=np.linspace(0.0, 2 * horizon, 81))
-            gain[-1] += float(np.trapezoid(run.q["M_perp_smax"], run.t))
+            run = population_flow(chain, theta0=end, score_scale=score_scale, t_eval=np.linspace(0.0, 2 * horizon, 81))
+            gain[-1] += float(np.trapezoid(run.quantities["M_perp_smax"], run.t))
             states = {n: s[-1:] for n, s in run.result.states().items()}
             g_end = float(measure.grad_norms(states, run.loss_fn)[0])
-        Ms.append(M_perp(run.q["A"][-1], run.q["P_hat"][-1], markov))
+        Ms.append(M_perp(run.quantities["A"][-1], run.quantities["P_hat"][-1], chain))
         gn.append(g_end)
-        off.append(float(run.q["sigma2"][-1]))
+        off.append(float(run.quantities["sigma2"][-1]))
     Ms = np.stack(Ms)                                                    # (n, d, d)
     ratio = Ms / deltas[:, None, None]
     if len(deltas) >= 2:     # M⊥/δ = M1 + δ M2 + …: least-squares line per entry, value at δ = 0

@@ -1,7 +1,7 @@
 """Stage quantities along a trajectory (spec focus_dilution.md §7, items 1–6) and stage detection.
 
     run = measure.Trajectory.from_flow(result, loss)     # result = flow.integrate(...)
-    run.q["kappa"], run.q["A"][:, 0, 0], run.window_rate("sigma2", 0.01, 0.1)
+    run.quantities["kappa"], run.quantities["A"][:, 0, 0], run.window("sigma2", 0.01, 0.1)
 
 Every quantity is computed for all stored times at once (batched SVDs), in float64.
 """
@@ -111,16 +111,21 @@ def level_times(t: np.ndarray, loss: np.ndarray, upper: float, lower: float, fra
 
 @dataclass
 class Trajectory:
-    """A flow with its stage quantities ``q`` (see :func:`quantities`)."""
+    """A flow with its stage quantities ``quantities`` (name → (T, …) arrays, see :func:`quantities`)."""
 
     t: np.ndarray
-    q: dict[str, np.ndarray]
+    quantities: dict[str, np.ndarray]
     nfev: int = 0
     wall_s: float = 0.0
 
+    @property
+    def q(self) -> dict[str, np.ndarray]:
+        """Former name of :attr:`quantities`, read by the dilution and focus reports until they move over."""
+        return self.quantities
+
     @classmethod
     def from_flow(cls, result, loss: PopulationLoss) -> "Trajectory":
-        return cls(t=result.t, q=quantities(result.states(), loss), nfev=result.nfev, wall_s=result.wall_s)
+        return cls(t=result.t, quantities=quantities(result.states(), loss), nfev=result.nfev, wall_s=result.wall_s)
 
     def at(self, time: float) -> int:
         """Index of the stored time closest to ``time``."""
@@ -128,12 +133,12 @@ class Trajectory:
 
     def rate(self, key: str, t0: float, t1: float) -> float:
         """Fitted growth rate of ``key`` on [t0, t1] (see :func:`fit_rate`)."""
-        return fit_rate(self.t, self.q[key], t0, t1)
+        return fit_rate(self.t, self.quantities[key], t0, t1)
 
     def window(self, key: str, lo: float, hi: float, after: float = 0.0) -> tuple[float, float]:
-        """[first, last] stored time after ``after`` with lo ≤ q[key] ≤ hi (the linear window of
+        """[first, last] stored time after ``after`` with lo ≤ quantities[key] ≤ hi (the linear window of
         a growing mode, e.g. σ₂(W0) ∈ [0.01, 0.1] in R5), taken up to the first exit above ``hi``."""
-        t, y = self.t, self.q[key]
+        t, y = self.t, self.quantities[key]
         above = np.flatnonzero((t > after) & (y > hi))
         end = t[above[0]] if len(above) else t[-1]
         sel = (t > after) & (t <= end) & (y >= lo) & (y <= hi)

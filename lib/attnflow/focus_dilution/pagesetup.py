@@ -29,9 +29,9 @@ def start_page(cfg) -> tuple[MarkovChain, bool]:
 
     seeding.seed_everything(cfg.seed)
     plotting.use_style()
-    markov, reference = make_chain(cfg), is_reference(cfg)
-    print(markov.name, "| π =", np.round(markov.pi, 5), "| reference configuration:", reference)
-    return markov, reference
+    chain, reference = make_chain(cfg), is_reference(cfg)
+    print(chain.name, "| π =", np.round(chain.pi, 5), "| reference configuration:", reference)
+    return chain, reference
 
 
 def start_training_page(cfg) -> MarkovChain:

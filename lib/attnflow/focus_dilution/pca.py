@@ -62,16 +62,16 @@ def phase_movements(p: EmbeddingPCA, t: np.ndarray, pi: np.ndarray, hub: int, ma
     """
     i = {k: int(np.argmin(np.abs(t - v))) for k, v in marks.items()}
     low = np.arange(len(pi)) != hub
-    c1 = p.coords[i["condensed"], :, 0]
-    d1 = p.coords[i["diluted"], :, 0] - p.coords[i["focus"], :, 0]
+    pc1_condensed = p.coords[i["condensed"], :, 0]                                    # (d,) PC1 coordinates
+    pc1_retraction = p.coords[i["diluted"], :, 0] - p.coords[i["focus"], :, 0]        # (d,) PC1 change
 
     def spread(j):
         x = p.coords[j][low][:, 1:]                                    # (n_low, k − 1)
         return float(np.sqrt(((x - x.mean(0)) ** 2).sum(1).mean()))
 
-    return dict(cos_pi=float(abs(c1 @ pi) / (np.linalg.norm(c1) * np.linalg.norm(pi))),
-                retract_hub=float(d1[hub]), retract_low=d1[low], spread_before=spread(i["diluted"]),
-                spread_after=spread(i["end"]))
+    return dict(cos_pi=float(abs(pc1_condensed @ pi) / (np.linalg.norm(pc1_condensed) * np.linalg.norm(pi))),
+                retract_hub=float(pc1_retraction[hub]), retract_low=pc1_retraction[low],
+                spread_before=spread(i["diluted"]), spread_after=spread(i["end"]))
 
 
 def plot_phases(axes, p: EmbeddingPCA, t: np.ndarray, windows: list[tuple[str, float, float]], labels, colors):

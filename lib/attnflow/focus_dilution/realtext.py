@@ -139,7 +139,7 @@ class RealTextRun:
 
     text: RealStream
     chain: chains.MarkovChain
-    runs: dict[str, training.TrainRun]  # training.TrainRun per run (t = lr·step, states, population q)
+    runs: dict[str, training.TrainRun]  # training.TrainRun per run (t = lr·step, states, population quantities)
     mass: dict[str, np.ndarray]         # (T, d) attention mass per token id on held-out windows
     share: np.ndarray                   # (d,) count share of each token in those windows
     entropy: dict[str, np.ndarray]      # (T,) mean attention entropy over positions
@@ -194,8 +194,8 @@ def train(text: RealStream, *, seq_len: int = 64, n_train: int = 1024, n_eval: i
         b = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in eval_batch.items()}
         with torch.no_grad():
             out["val_loss"][name] = training.run_losses(theta, b).numpy()
-    q = real_ex.weights.sum(1).numpy()                                         # (d,) training target frequencies
-    plateau = float(-(q[q > 0] * np.log(q[q > 0])).sum())
+    target_freq = real_ex.weights.sum(1).numpy()                               # (d,) training target frequencies
+    plateau = float(-(target_freq[target_freq > 0] * np.log(target_freq[target_freq > 0])).sum())
     return RealTextRun(text, chain, share=share, plateau=plateau, **out)
 
 
@@ -235,7 +235,7 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
       which each run is halfway through condensation and escapes (same rules on its held-out loss).
     """
     th, t, loss = res.theory(), res.t, res.runs["real"].train_loss
-    rank = res.runs["real"].q["eff_rank_W0"]
+    rank = res.runs["real"].quantities["eff_rank_W0"]
     i_c = int(np.argmax(loss <= res.plateau + cond_frac * (th["log_d"] - res.plateau)))
     below = np.flatnonzero(loss <= res.plateau - escape_frac * (res.plateau - th["bigram"]))
     i_e = int(below[0]) if len(below) else len(t) - 1

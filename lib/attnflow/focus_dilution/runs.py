@@ -57,7 +57,7 @@ def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float =
         cheaper per call on these tiny matrices) and the Jacobian with the autograd Hessian of
         :class:`PopulationLoss`, through ``flow.solve``; "autograd" calls ``flow.integrate`` on the
         loss (autograd for both). The two give the same trajectory (tests/test_focus_flow.py).
-    Returns a :class:`FlowRun`: ``run.t``, ``run.q`` (stage quantities), ``run.nfev``,
+    Returns a :class:`FlowRun`: ``run.t``, ``run.quantities`` (stage quantities), ``run.nfev``,
     ``run.wall_s`` and the raw ``run.result`` (``result.states()``, dense ``result.sol``).
     """
     if gradient not in ("analytic", "autograd"):
@@ -82,8 +82,9 @@ def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float =
                              jac=lambda t, y: -hess(torch.from_numpy(y)).numpy(), method=method,
                              rtol=rtol, atol=atol, dense_output=dense_output)
             res.flattener = fl
-        q = measure.quantities(res.states(), loss)
-    return FlowRun(t=res.t, q=q, nfev=res.nfev, wall_s=res.wall_s, chain=chain, loss_fn=loss, result=res)
+        stage_quantities = measure.quantities(res.states(), loss)
+    return FlowRun(t=res.t, quantities=stage_quantities, nfev=res.nfev, wall_s=res.wall_s, chain=chain, loss_fn=loss,
+                   result=res)
 
 
 def euler_flow(loss: PopulationLoss, theta0: dict[str, torch.Tensor], dt: float, t_end: float,

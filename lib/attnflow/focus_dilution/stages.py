@@ -1,8 +1,8 @@
 """Stage detector of the focus–dilution cycle (claim B1; spec §6 time-line) — no hand-picked times.
 
-    st = stages.detect(t, loss, focus=low_hub_attention, rank=sigma2_W0)
-    st.stages        # [Stage("condensation", 0, 91), Stage("plateau", 91, 1640), Stage("focus", …), …]
-    stages.shade(ax, st)
+    detected = stages.detect(t, loss, focus=low_hub_attention, rank=sigma2_W0)
+    detected.stages  # [Stage("condensation", 0, 91), Stage("plateau", 91, 1640), Stage("focus", …), …]
+    stages.shade(ax, detected)
 
 Three signals, three rules; each threshold is an amplitude, never a time:
 
@@ -313,14 +313,14 @@ def legend_handles():
     return [Patch(facecolor=STAGE_COLORS[n], edgecolor="0.6", label=n) for n in STAGE_NAMES]
 
 
-def shade(ax, st: Stages, *, labels: bool = True, min_label_width: float = 0.03, alpha: float = 1.0) -> None:
+def shade(ax, detected: Stages, *, labels: bool = True, min_label_width: float = 0.03, alpha: float = 1.0) -> None:
     """Shade each detected stage behind the curves of ``ax`` (``plotting.shade_stages``, clipped to the
     view: call after plotting) and write its initial (C, P, F, D, E, with the cycle for F, D) at the top
     where the span is wide enough to read."""
     from attnflow.plotting import shade_stages
 
     spans = [(s.name, s.start, s.end, s.name[0].upper() + (str(s.cycle) if s.name in ("focus", "dilution") else ""))
-             for s in st.stages]
+             for s in detected.stages]
     shade_stages(ax, spans, clip=True, labels=labels, min_label_width=min_label_width, alpha=alpha)
 
 
@@ -331,15 +331,15 @@ def signals(run) -> dict[str, np.ndarray]:
     run, on the population model for a flow) and σ₂(W0)."""
     from attnflow.focus_dilution.training import low_hub_attention
 
-    q, chain = run.q, run.chain
-    rank = np.maximum(q["sigma2"], 1e-12)          # width m = 1 has no σ₂: a constant floor, never an escape
+    quantities, chain = run.quantities, run.chain
+    rank = np.maximum(quantities["sigma2"], 1e-12)   # width m = 1 has no σ₂: a constant floor, never an escape
     if getattr(run, "train_loss", None) is not None:
         return dict(loss=run.train_loss, hub=run.data_hub_attention, low_hub=run.data_low_hub_attention, rank=rank)
-    return dict(loss=q["loss"], hub=q["hub_attention"], low_hub=low_hub_attention(q["A"], chain.pi, chain.hub),
-                rank=rank)
+    return dict(loss=quantities["loss"], hub=quantities["hub_attention"],
+                low_hub=low_hub_attention(quantities["A"], chain.pi, chain.hub), rank=rank)
 
 
 def detect_run(run, **kw) -> Stages:
     """:func:`detect` on a flow or a trained run, with the signals of :func:`signals`."""
-    s = signals(run)
-    return detect(run.t, s["loss"], focus=[s["hub"], s["low_hub"]], rank=s["rank"], **kw)
+    inputs = signals(run)
+    return detect(run.t, inputs["loss"], focus=[inputs["hub"], inputs["low_hub"]], rank=inputs["rank"], **kw)

@@ -80,9 +80,9 @@ class RunSpec:
 
 @dataclass
 class TrainRun(measure.Trajectory):
-    """A trained trajectory. ``t`` = lr·step (flow time for GD); ``q`` are the stage quantities of
-    ``measure.quantities`` evaluated on the trained θ with the population model of ``chain``
-    (``q["loss"]`` is the population loss); ``train_loss`` is the loss on the training rows;
+    """A trained trajectory. ``t`` = lr·step (flow time for GD); ``quantities`` are the stage quantities
+    of ``measure.quantities`` evaluated on the trained θ with the population model of ``chain``
+    (``quantities["loss"]`` is the population loss); ``train_loss`` is the loss on the training rows;
     ``data_hub_attention`` / ``data_low_hub_attention`` the attention mass on hub positions in the
     training contexts (all queries / non-hub queries)."""
 
@@ -130,65 +130,68 @@ def train_runs(specs: list[RunSpec], *, optimizer: str = "gd", lr: float = 1.0, 
     if not specs:
         raise ValueError("specs is empty; give at least one RunSpec")
     d = specs[0].chain.d
-    dev, dt = devices.resolve(device), DTYPES[dtype]
-    batch = stack([s.examples for s in specs], dt, dev)
+    torch_device, torch_dtype = devices.resolve(device), DTYPES[dtype]
+    batch = stack([spec.examples for spec in specs], torch_dtype, torch_device)
     if not isinstance(theta0, (list, tuple)):
         theta0 = [theta0 or init_params(d, d_model, init_scale, seed)] * len(specs)
-    inits = theta0
+    inits = theta0                                                    # one initial θ per run
     if len(inits) != len(specs):
         raise ValueError(f"theta0 holds {len(inits)} initial states for {len(specs)} runs; give one per run")
-    widths = [int(th["W0"].shape[1]) for th in inits]
+    widths = [int(init["W0"].shape[1]) for init in inits]
     if max(widths) > d_model:
         raise ValueError(f"an initial state has width m = {max(widths)} > d_model = {d_model}; allowed: m ≤ d_model")
-    theta = {n: torch.zeros(len(specs), *shape, dtype=dt, device=dev) for n, shape in param_shapes(d, d_model).items()}
-    for r, (th, m) in enumerate(zip(inits, widths)):
-        theta["W0"][r, :, :m], theta["W1"][r, :m, :] = th["W0"], th["W1"]             # (d, m), (m, d)
-        theta["WQ"][r, :m, :m], theta["WK"][r, :m, :m] = th["WQ"], th["WK"]           # (m, m)
+    theta = {n: torch.zeros(len(specs), *shape, dtype=torch_dtype, device=torch_device)
+             for n, shape in param_shapes(d, d_model).items()}
+    for r, (init, m) in enumerate(zip(inits, widths)):
+        theta["W0"][r, :, :m], theta["W1"][r, :m, :] = init["W0"], init["W1"]           # (d, m), (m, d)
+        theta["WQ"][r, :m, :m], theta["WK"][r, :m, :m] = init["WQ"], init["WK"]         # (m, m)
     for v in theta.values():
         v.requires_grad_(True)
-    runs_ix = torch.arange(len(specs), device=dev)
-    hubs = torch.tensor([s.chain.hub for s in specs], device=dev)      # (R,) most frequent token of each chain
-    is_low_query = 1.0 - batch["query"][runs_ix, hubs]               # (R, B)
-    tiny = torch.finfo(dt).tiny
-    last: dict[str, torch.Tensor] = {}
+    run_index = torch.arange(len(specs), device=torch_device)
+    hubs = torch.tensor([spec.chain.hub for spec in specs], device=torch_device)  # (R,) most frequent token of each chain
+    is_low_query = 1.0 - batch["query"][run_index, hubs]              # (R, B)
+    tiny = torch.finfo(torch_dtype).tiny
+    latest: dict[str, torch.Tensor] = {}
 
     def loss_fn(step: int) -> torch.Tensor:
         A, log_P = forward(theta, batch, score_scale)
         per_run = -(batch["weights"] * log_P).sum((1, 2))             # (R,)
-        last.update(A=A.detach(), per_run=per_run.detach())
+        latest.update(A=A.detach(), per_run=per_run.detach())
         return per_run.sum()
 
     def record(step: int) -> dict:
         mass = batch["weights"].sum(1)                                 # (R, B) example frequency
-        hub_A = last["A"][runs_ix, hubs]                               # (R, B) attention on the hub
+        hub_A = latest["A"][run_index, hubs]                           # (R, B) attention on the hub
         low = mass * is_low_query
         return {"theta": {n: theta[n].detach().to("cpu", torch.float64).clone() for n in PARAM_NAMES},
-                "train_loss": last["per_run"].to("cpu", torch.float64).numpy(),
+                "train_loss": latest["per_run"].to("cpu", torch.float64).numpy(),
                 "hub": (mass * hub_A).sum(1).to("cpu", torch.float64).numpy(),
                 "low_hub": ((low * hub_A).sum(1) / low.sum(1).clamp_min(tiny)).to("cpu", torch.float64).numpy()}
 
     start = time.perf_counter()
-    traj = train.train(loss_fn, {"theta": (list(theta.values()), lr)}, optimizer=optimizer, steps=steps,
-                       record_every=record_every, record=record, desc=desc)
+    trajectory = train.train(loss_fn, {"theta": (list(theta.values()), lr)}, optimizer=optimizer, steps=steps,
+                             record_every=record_every, record=record, desc=desc)
     wall = time.perf_counter() - start
-    snaps = traj.records["theta"]
-    step = np.asarray(traj.steps)
-    out = []
+    snapshots = trajectory.records["theta"]
+    step = np.asarray(trajectory.steps)
+    runs = []
     for r, spec in enumerate(specs):
         m = widths[r]
-        cut = {"W0": (slice(None), slice(0, m)), "WQ": (slice(0, m), slice(0, m)), "WK": (slice(0, m), slice(0, m)),
-               "W1": (slice(0, m), slice(None))}
-        states = {n: torch.stack([s[n][r][cut[n]] for s in snaps]) for n in PARAM_NAMES}  # (T, …) at width m
+        at_width = {"W0": (slice(None), slice(0, m)), "WQ": (slice(0, m), slice(0, m)), "WK": (slice(0, m), slice(0, m)),
+                    "W1": (slice(0, m), slice(None))}                          # the run's own width m
+        states = {n: torch.stack([snapshot[n][r][at_width[n]] for snapshot in snapshots])
+                  for n in PARAM_NAMES}                                         # (T, …) at width m
         loss = PopulationLoss(spec.chain, score_scale)
-        out.append(TrainRun(
-            t=lr * step.astype(float), q=measure.quantities(states, loss), wall_s=wall, step=step,
-            train_loss=np.array([v[r] for v in traj.records["train_loss"]]),
-            data_hub_attention=np.array([v[r] for v in traj.records["hub"]]),
-            data_low_hub_attention=np.array([v[r] for v in traj.records["low_hub"]]),
+        runs.append(TrainRun(
+            t=lr * step.astype(float), quantities=measure.quantities(states, loss), wall_s=wall, step=step,
+            train_loss=np.array([v[r] for v in trajectory.records["train_loss"]]),
+            data_hub_attention=np.array([v[r] for v in trajectory.records["hub"]]),
+            data_low_hub_attention=np.array([v[r] for v in trajectory.records["low_hub"]]),
             states=states, chain=spec.chain, label=spec.label,
             settings=dict(optimizer=optimizer, lr=lr, steps=steps, init_scale=init_scale, d_model=d_model, seed=seed,
-                          score_scale=score_scale, device=str(dev), dtype=dtype, rows=spec.examples.rows, width=m)))
-    return out
+                          score_scale=score_scale, device=str(torch_device), dtype=dtype, rows=spec.examples.rows,
+                          width=m)))
+    return runs
 
 
 def sharpness(run, times) -> np.ndarray:

@@ -261,7 +261,7 @@ def condensation_report(cfg) -> CondensationReport:
     t_fit = fit_window_times(markov, cfg.fit_window)
     theta0 = mc.init(markov.d)
     run = runs.population_flow(markov, model=mc, t_eval=np.linspace(0.0, t_end, 1201), theta0=theta0)
-    q, t = run.q, run.t
+    q, t = run.quantities, run.t
     t_leave, t_cond = measure.level_times(t, q["loss"], np.log(markov.d), markov.unigram_entropy())
     i_end = run.at(t_cond)
     g = closed_forms.g_rate(markov, mc.score_scale)

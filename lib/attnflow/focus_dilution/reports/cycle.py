@@ -70,39 +70,39 @@ class RunMeasures:
 
 
 def _value(run, key_or_array, time: float) -> float:
-    y = run.q[key_or_array] if isinstance(key_or_array, str) else key_or_array
+    y = run.quantities[key_or_array] if isinstance(key_or_array, str) else key_or_array
     return float(y[run.at(time)]) if np.isfinite(time) else NAN
 
 
-def run_measures(run, st: stages.Stages, chain: MarkovChain, score_scale: float = 1.0) -> RunMeasures:
-    """Measure one run (flow or trained) at the stages ``st`` the detector found in it."""
-    focus1, dil1, plat1 = st.get("focus", 1), st.get("dilution", 1), st.get("plateau", 1)
-    plat2 = st.get("plateau", 1, after=focus1.start) if np.isfinite(focus1.start) else stages.MISSING
-    sig = stages.signals(run)
-    q, hub = run.q, chain.hub
+def run_measures(run, detected: stages.Stages, chain: MarkovChain, score_scale: float = 1.0) -> RunMeasures:
+    """Measure one run (flow or trained) at the stages ``detected`` in it by the detector."""
+    focus1, dil1, plat1 = detected.get("focus", 1), detected.get("dilution", 1), detected.get("plateau", 1)
+    plat2 = detected.get("plateau", 1, after=focus1.start) if np.isfinite(focus1.start) else stages.MISSING
+    signals = stages.signals(run)
+    quantities, hub = run.quantities, chain.hub
     low = np.arange(chain.d) != hub
     sign_frac = hub_before = hub_after = NAN
     if np.isfinite(focus1.start):
-        dA = q["A"][run.at(focus1.end)] - q["A"][run.at(focus1.start)]             # (d, d)
+        dA = quantities["A"][run.at(focus1.end)] - quantities["A"][run.at(focus1.start)]   # (d, d)
         pred = closed_forms.dkappa_A(chain, score_scale)
         big = np.abs(pred) > 0.01 * np.abs(pred).max()
         sign_frac = float(np.mean(np.sign(dA[big]) == np.sign(pred[big])))
-        hub_before, hub_after = _value(run, sig["hub"], focus1.start), _value(run, sig["hub"], focus1.end)
+        hub_before, hub_after = _value(run, signals["hub"], focus1.start), _value(run, signals["hub"], focus1.end)
     gainer, da_hub, da_low, peak, after, growth, L_c2 = -1, NAN, NAN, NAN, NAN, NAN, NAN
     if np.isfinite(plat1.end) and np.isfinite(dil1.end):
         i1, i2 = run.at(plat1.end), run.at(dil1.end)                                 # θ_c¹ → end of dilution 1
-        gainer = int(np.argmax(chain.pi @ (q["A"][i2] - q["A"][i1])))                # (d,) attention gained per key
-        da = q["amp"][i2] - q["amp"][i1]
+        gainer = int(np.argmax(chain.pi @ (quantities["A"][i2] - quantities["A"][i1])))  # (d,) attention gained per key
+        da = quantities["amp"][i2] - quantities["amp"][i1]
         da_hub, da_low = float(da[hub]), float(da[low].max())
-        growth = float(q["sigma2"][-1] / q["sigma2"][i2])
+        growth = float(quantities["sigma2"][-1] / quantities["sigma2"][i2])
     if np.isfinite(focus1.start) and np.isfinite(dil1.end):
         sel = (run.t >= focus1.start) & (run.t <= dil1.end)
-        peak, after = float(sig["low_hub"][sel].max()), _value(run, sig["low_hub"], dil1.end)
+        peak, after = float(signals["low_hub"][sel].max()), _value(run, signals["low_hub"], dil1.end)
     if np.isfinite(plat2.end):
         L_c2 = _value(run, "loss", plat2.end)
-    n2 = len([s for s in st.stages if s.cycle == 2 and s.name in ("focus", "dilution")])
-    return RunMeasures(st.has_cycle(), st.letters(), sign_frac, hub_before, hub_after, gainer, da_hub, da_low,
-                       peak, after, growth, n2, L_c2)
+    n2 = len([s for s in detected.stages if s.cycle == 2 and s.name in ("focus", "dilution")])
+    return RunMeasures(detected.has_cycle(), detected.letters(), sign_frac, hub_before, hub_after, gainer, da_hub,
+                       da_low, peak, after, growth, n2, L_c2)
 
 
 def _mean(values) -> float:
@@ -145,8 +145,8 @@ class CycleReport(PageReport):
     chain: MarkovChain = field(repr=False, default=None)
     flow: object = field(repr=False, default=None)
     trained: list = field(repr=False, default_factory=list)
-    st_flow: stages.Stages = field(repr=False, default=None)
-    st_trained: list = field(repr=False, default_factory=list)
+    stages_flow: stages.Stages = field(repr=False, default=None)
+    stages_trained: list = field(repr=False, default_factory=list)
     per_seed: list = field(repr=False, default_factory=list)         # RunMeasures per trained run
     flow_measures: RunMeasures = field(repr=False, default=None)
     flow_domain: claims.Domain = field(repr=False, default=None)
@@ -157,9 +157,9 @@ class CycleReport(PageReport):
 
     # ------------------------------------------------------------------ tables and figures
     def stage_rows(self) -> list[dict]:
-        rows = [dict(run="flow", **r) for r in self.st_flow.table()]
-        return rows + [dict(run=f"trained ({run.label})", **r) for run, st in zip(self.trained, self.st_trained)
-                       for r in st.table()]
+        rows = [dict(run="flow", **r) for r in self.stages_flow.table()]
+        return rows + [dict(run=f"trained ({run.label})", **r)
+                       for run, detected in zip(self.trained, self.stages_trained) for r in detected.table()]
 
     def seed_rows(self) -> list[dict]:
         return [dict(run=run.label, stages=m.letters, full_cycle=m.has_cycle, sign_frac=m.sign_frac,
@@ -171,24 +171,25 @@ class CycleReport(PageReport):
 
     def _columns(self):
         run0 = self.trained[0]
-        return [(self.flow, self.st_flow, "population flow"),
-                (run0, self.st_trained[0], f"trained ({run0.label}): N = {self.cfg.n_samples}, s = {self.cfg.seq_len}")]
+        return [(self.flow, self.stages_flow, "population flow"),
+                (run0, self.stages_trained[0],
+                 f"trained ({run0.label}): N = {self.cfg.n_samples}, s = {self.cfg.seq_len}")]
 
     def loss_figure(self):
         from attnflow import plotting
         from attnflow.plotting import PALETTE
 
         fig, ax = plotting.subplots(1, 2, width=4.6, height=2.9, sharey=True)
-        for a, (run, st, title) in zip(ax[0], self._columns()):
+        for a, (run, detected, title) in zip(ax[0], self._columns()):
             t = np.maximum(run.t, 1.0)
             trained = run is not self.flow
             a.plot(t, stages.signals(run)["loss"], color="k", label="training loss" if trained else "loss")
             if trained:
-                a.plot(t, run.q["loss"], color=PALETTE[0], ls="--", lw=1.2, label="population loss of θ")
+                a.plot(t, run.quantities["loss"], color=PALETTE[0], ls="--", lw=1.2, label="population loss of θ")
             for (name, value), ls in zip(self.refs.items(), [":", "-.", "--", (0, (1, 3))]):
                 a.axhline(value, color="0.45", ls=ls, lw=0.9, label=name)
             a.set(xscale="log", xlim=(1.0, self.horizon), title=title, xlabel="t (training: η · step)")
-            stages.shade(a, st)
+            stages.shade(a, detected)
             a.legend(fontsize=7, loc="lower left")
         ax[0, 0].set_ylabel("loss")
         fig.legend(handles=stages.legend_handles(), loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.1), fontsize=8)
@@ -199,20 +200,20 @@ class CycleReport(PageReport):
         from attnflow import plotting
         from attnflow.plotting import PALETTE
 
-        starts = [st.get("focus", 1).start for st in (self.st_flow, self.st_trained[0])]
+        starts = [detected.get("focus", 1).start for detected in (self.stages_flow, self.stages_trained[0])]
         starts = [x for x in starts if np.isfinite(x)]
         t_zoom = 0.8 * min(starts) if starts else 0.0
         fig, ax = plotting.subplots(3, 2, width=4.6, height=2.3, sharex=True)
-        for col, (run, st, title) in enumerate(self._columns()):
-            sig, a = stages.signals(run), ax[:, col]
-            a[0].plot(run.t, sig["hub"], color=PALETTE[1], label="all queries")
-            a[0].plot(run.t, sig["low_hub"], color=PALETTE[2], ls="--", label="low-frequency queries")
-            a[1].plot(run.t, run.q["attn_entropy"], color=PALETTE[4])
-            a[2].semilogy(run.t, run.q["sv_W0"], color=PALETTE[0], lw=1.2)
+        for col, (run, detected, title) in enumerate(self._columns()):
+            signals, a = stages.signals(run), ax[:, col]
+            a[0].plot(run.t, signals["hub"], color=PALETTE[1], label="all queries")
+            a[0].plot(run.t, signals["low_hub"], color=PALETTE[2], ls="--", label="low-frequency queries")
+            a[1].plot(run.t, run.quantities["attn_entropy"], color=PALETTE[4])
+            a[2].semilogy(run.t, run.quantities["sv_W0"], color=PALETTE[0], lw=1.2)
             a[0].set(title=title)
             a[2].set(xlabel="t (training: η · step)", xlim=(t_zoom, self.horizon))
             for x in a:
-                stages.shade(x, st, labels=x is a[0])
+                stages.shade(x, detected, labels=x is a[0])
         ax[0, 0].set_ylabel("attention on hub")
         ax[1, 0].set_ylabel("attention entropy")
         ax[2, 0].set_ylabel(r"$\sigma_k(W_0)$")
@@ -235,7 +236,7 @@ class CycleReport(PageReport):
 
     def check_claims(self) -> None:
         order = " → ".join(stages.CYCLE_ORDER)
-        claims.check("B1", self.st_flow.names(), predicate=stages.has_subsequence,
+        claims.check("B1", self.stages_flow.names(), predicate=stages.has_subsequence,
                      tolerance="stage sequence contains " + order, what="population flow: detected stages",
                      source="paper", domain=self.flow_domain)
         ms, n = self.per_seed, len(self.per_seed)
@@ -285,17 +286,17 @@ def measure(cfg) -> CycleReport:
     chain = pagesetup.start_training_page(cfg)
     horizon = cfg.lr * cfg.steps
     flow = pagesetup.page_flow(cfg, chain)
-    st_flow = stages.detect_run(flow)
+    stages_flow = stages.detect_run(flow)
     lam_times = np.linspace(0.2 * horizon, horizon, 5)
-    esc = st_flow.get("escape")
-    probe = np.append(lam_times, esc.start) if np.isfinite(esc.start) else lam_times
+    escape = stages_flow.get("escape")
+    probe = np.append(lam_times, escape.start) if np.isfinite(escape.start) else lam_times
     lam_max = training.sharpness(flow, probe)
     unstable = lam_times[cfg.lr * lam_max[:5] >= 2]
-    lam_esc = float(cfg.lr * lam_max[5]) if np.isfinite(esc.start) else NAN
+    lam_esc = float(cfg.lr * lam_max[5]) if np.isfinite(escape.start) else NAN
     g = closed_forms.g_rate(chain, cfg.score_scale)
     L_c2_sym = (closed_forms.theta_c2_loss(hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, 0.0))
                 if cfg.chain == "hub" else NAN)
-    L_late = float(flow.q["loss"][flow.at(LATE * horizon)])
+    L_late = float(flow.quantities["loss"][flow.at(LATE * horizon)])
     flow_domain = claims.domain(
         ("hub-family chain (spec §5.2)", cfg.chain == "hub", cfg.chain),
         ("δ > 0 (the escape needs an asymmetry, R5)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
@@ -304,13 +305,14 @@ def measure(cfg) -> CycleReport:
         (f"the flow has left θ_c² by {LATE:g} × the horizon (time for the next cycle): L < L(θ_c², δ = 0) − {LEFT:g}",
          bool(L_late < L_c2_sym - LEFT), f"L = {L_late:.4f}, L(θ_c²) = {L_c2_sym:.4f}"))
     train_domain = flow_domain & claims.domain(
-        ("the flow from the same θ(0) completes the cycle within the horizon", st_flow.has_cycle(), st_flow.letters()),
+        ("the flow from the same θ(0) completes the cycle within the horizon", stages_flow.has_cycle(),
+         stages_flow.letters()),
         ("GD stable through the flow's escape: η λ_max < 2 there", bool(lam_esc < 2), f"η λ_max = {lam_esc:.3g}"))
     trained = pagesetup.trained_runs(cfg, chain, dtype="float32")
-    st_tr = [stages.detect_run(r) for r in trained]
-    per_seed = [run_measures(r, s, chain, cfg.score_scale) for r, s in zip(trained, st_tr)]
-    fm = run_measures(flow, st_flow, chain, cfg.score_scale)
-    flow_plat2 = st_flow.get("plateau", 1, after=st_flow.get("focus", 1).start)
+    stages_trained = [stages.detect_run(r) for r in trained]
+    per_seed = [run_measures(r, detected, chain, cfg.score_scale) for r, detected in zip(trained, stages_trained)]
+    flow_measures = run_measures(flow, stages_flow, chain, cfg.score_scale)
+    flow_plat2 = stages_flow.get("plateau", 1, after=stages_flow.get("focus", 1).start)
     L_c2_flow = float(flow_plat2.level) if np.isfinite(flow_plat2.start) else NAN
     refs = {r"$\log d$": np.log(chain.d), r"$H(\pi)$": chain.unigram_entropy(), "bigram optimum": chain.bigram_loss()}
     if cfg.chain == "hub":
@@ -325,8 +327,10 @@ def measure(cfg) -> CycleReport:
         L_c2_flow=L_c2_flow, L_c2_trained=mean("L_c2"), cycle_frac=float(np.mean([m.has_cycle for m in per_seed])),
         b6_sign_frac=mean("sign_frac"), b6_hub_before=mean("hub_before"), b6_hub_after=mean("hub_after"),
         b6_gainer=_mode([m.gainer for m in per_seed]), b7_da_hub=mean("da_hub"), b7_da_low_max=mean("da_low_max"),
-        b7_peak=mean("peak"), b7_after=mean("after"), b7_peak_flow=fm.peak, b7_after_flow=fm.after,
+        b7_peak=mean("peak"), b7_after=mean("after"), b7_peak_flow=flow_measures.peak,
+        b7_after_flow=flow_measures.after,
         b9_s2_growth=mean("s2_growth"), b9_n_cycle2=float(np.mean([m.n_cycle2 for m in per_seed])),
-        chain=chain, flow=flow, trained=trained, st_flow=st_flow, st_trained=st_tr, per_seed=per_seed,
-        flow_measures=fm, flow_domain=flow_domain, train_domain=train_domain, refs=refs,
+        chain=chain, flow=flow, trained=trained, stages_flow=stages_flow, stages_trained=stages_trained,
+        per_seed=per_seed,
+        flow_measures=flow_measures, flow_domain=flow_domain, train_domain=train_domain, refs=refs,
         lam=dict(zip(np.round(lam_times).astype(int).tolist(), np.round(cfg.lr * lam_max[:5], 2).tolist())), cfg=cfg)

@@ -54,7 +54,7 @@ def trap_stats(run0: runs.FlowRun, symmetric: MarkovChain) -> dict[str, Any]:
     σ₂(W0) there, its maximum after and at the end, σ_max(M⊥) at the end, the loss against the
     closed form. ``settled`` is False when the run ends above H(π) (still condensing or on the
     θ_c¹ plateau) or settles only in the second half of the horizon; the times are then nan."""
-    q0, t0 = run0.q, run0.t
+    q0, t0 = run0.quantities, run0.t
     L_end0 = float(q0["loss"][-1])
     gap = symmetric.unigram_entropy() - L_end0
     close = np.flatnonzero(np.abs(q0["loss"] - L_end0) < 1e-3 * gap) if gap > 0 else np.array([], int)
@@ -286,7 +286,7 @@ class EscapeReport(PageReport):
         from attnflow import plotting
         from attnflow.plotting import PALETTE
 
-        q0, t0, sym = self.run0.q, self.run0.t, self.symmetric
+        q0, t0, sym = self.run0.quantities, self.run0.t, self.symmetric
         fig, axes = plotting.subplots(2, 3, width=3.6, height=2.9)
         ax = axes[0]
         ax[0].semilogy(t0, q0["sigma2"], color=PALETTE[0], label=r"$\sigma_2(W_0)$")
@@ -297,7 +297,7 @@ class EscapeReport(PageReport):
         ax[0].legend(fontsize=8)
         colors = [PALETTE[i % len(PALETTE)] for i in range(len(self.sweep))]
         for col, r in zip(colors, self.sweep):
-            ax[1].semilogy(r.run.t, r.run.q["sigma2"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
+            ax[1].semilogy(r.run.t, r.run.quantities["sigma2"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
             if r.stats.window_found:
                 ax[1].axvspan(*r.stats.window, color=col, alpha=0.12)
         early = t0 <= self.horizon_val
@@ -320,14 +320,14 @@ class EscapeReport(PageReport):
         ax = axes[1]
         ax[0].plot(1 / ds, self.t_esc - self.t_settle, "o-", color=PALETTE[0])
         ax[0].set(xlabel=r"$1/\delta$", ylabel=r"$t_{\rm esc}-t_{\rm settle}$", title="escape time Θ(1/δ)")
-        sv = self.run_c.q["sv_W0"]
+        sv = self.run_c.quantities["sv_W0"]
         for k in range(sv.shape[1]):
             ax[1].semilogy(self.run_c.t, sv[:, k], lw=1.3, label=fr"$\sigma_{k + 1}(W_0)$")
         ax[1].axhline(0.1, color="k", lw=0.8, ls=":")
         ax[1].set(xlabel="t", title=f"δ = {self.delta_val:g}: new directions open")
         ax[1].legend(fontsize=8, ncol=3, loc="lower right")
         for col, r in zip(colors, self.sweep):
-            ax[2].plot(r.run.t, r.run.q["loss"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
+            ax[2].plot(r.run.t, r.run.quantities["loss"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
         ax[2].plot(t0[early], q0["loss"][early], color="k", lw=1, ls=":", label="δ = 0")
         ax[2].axhline(self.bigram0, color=PALETTE[3], ls="--", lw=1, label="bigram (δ = 0)")
         ax[2].set(xlabel="t", ylabel="loss", ylim=(self.bigram0 - 0.01, sym.unigram_entropy() + 0.01),
@@ -362,8 +362,8 @@ def measure(cfg) -> EscapeReport:
     # restricted flows start from the rank-one projection of a state on the θ_c¹ plateau: the spec's
     # t = 1000 where it lies on the plateau (between the end of condensation and the onset of focus)
     from attnflow.focus_dilution import measure as fmeasure
-    _, t_cond = fmeasure.level_times(run0.t, run0.q["loss"], np.log(symmetric.d), symmetric.unigram_entropy())
-    t_onset = fmeasure.attention_onset(run0.t, run0.q["A"], symmetric.pi, 0.01)
+    _, t_cond = fmeasure.level_times(run0.t, run0.quantities["loss"], np.log(symmetric.d), symmetric.unigram_entropy())
+    t_onset = fmeasure.attention_onset(run0.t, run0.quantities["A"], symmetric.pi, 0.01)
     ls_start = LS_START if t_cond < LS_START < t_onset else 0.5 * (t_cond + t_onset)
     if not np.isfinite(ls_start):
         ls_start = float(run0.t[-1])
@@ -378,10 +378,10 @@ def measure(cfg) -> EscapeReport:
         st = escape.escape_stats(run_d, after=after, strict=False)
         drop = NAN
         if st.window_found:
-            L = run_d.q["loss"]
+            L = run_d.quantities["loss"]
             drop = float((L[run_d.at(after)] - L[run_d.at(st.window[0])]) / (symmetric.unigram_entropy() - trap["L_c2"]))
         sweep.append(SweepRow(delta=d_, run=run_d, stats=st, bigram=chain_at(d_).bigram_loss(), plateau_drop=drop,
-                              sigma2_at_settle=float(run_d.q["sigma2"][run_d.at(after)])))
+                              sigma2_at_settle=float(run_d.quantities["sigma2"][run_d.at(after)])))
     ds = np.array(cfg.deltas)
     rates = np.array([r.stats.rate for r in sweep])
     mperp = np.array([r.stats.M_perp_mean for r in sweep])
@@ -398,7 +398,7 @@ def measure(cfg) -> EscapeReport:
     else:
         checkpoints = [after + f * (cfg.horizon - after) for f in (0.25, 0.5, 0.75, 1.0)]
     counts = escape.rank_counts(run_c, checkpoints)
-    cycle_escaped = bool(((run_c.t > after) & (run_c.q["sigma2"] > escape.WINDOW[1])).any())
+    cycle_escaped = bool(((run_c.t > after) & (run_c.quantities["sigma2"] > escape.WINDOW[1])).any())
     ex = sweep[0]
     ex_index = ex.run.at(ex.stats.window[0]) if ex.stats.window_found else len(ex.run.t) - 1
     finite = np.isfinite(esc_scaled)
@@ -414,6 +414,6 @@ def measure(cfg) -> EscapeReport:
         sens_max=float(np.nanmax([r.stats.window_sensitivity for r in sweep])) if ok.any() else NAN,
         n_in_domain=int(sum(in_dom)), rank_before=escape.rank_counts(run_c, [after])[0], rank_last=counts[-1],
         cycle_escaped=cycle_escaped, ex_delta=ex.delta, ex_time=float(ex.run.t[ex_index]),
-        ex_M_perp=float(ex.run.q["M_perp_smax"][ex_index]),
+        ex_M_perp=float(ex.run.quantities["M_perp_smax"][ex_index]),
         symmetric=symmetric, tb=tb, deg=deg, ls_sym=ls_sym, run0=run0, ls=ls, sweep=sweep, run_c=run_c,
         checkpoints=checkpoints, counts=counts, ex_run=ex.run, ex_index=ex_index)

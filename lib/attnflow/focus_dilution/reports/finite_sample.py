@@ -50,21 +50,22 @@ class RunSummary:
 
 
 def summarize(run, population, label: str, N: float, s: float, seed: int, t_drift: float | None = None,
-              st: stages.Stages | None = None) -> RunSummary:
+              detected: stages.Stages | None = None) -> RunSummary:
     """Stages and plateau measurements of ``run`` against the population run ``population``; the
     drift is taken at ``t_drift`` (default: the end of the population run's first plateau)."""
-    st = st or stages.detect_run(run)
-    p1, f1, d1 = st.get("plateau", 1), st.get("focus", 1), st.get("dilution", 1)
-    c2 = st.get("plateau", 1, after=d1.start) if np.isfinite(d1.start) else stages.MISSING
-    level = lambda sg: float(np.median(run.q["loss"][(run.t >= sg.start) & (run.t <= sg.end)])) \
+    detected = detected or stages.detect_run(run)
+    p1, f1, d1 = detected.get("plateau", 1), detected.get("focus", 1), detected.get("dilution", 1)
+    c2 = detected.get("plateau", 1, after=d1.start) if np.isfinite(d1.start) else stages.MISSING
+    level = lambda sg: float(np.median(run.quantities["loss"][(run.t >= sg.start) & (run.t <= sg.end)])) \
         if np.isfinite(sg.start) and ((run.t >= sg.start) & (run.t <= sg.end)).any() else NAN  # noqa: E731
     if t_drift is None:
         t_drift = stages.detect_run(population).get("plateau", 1).end
     i_pop = population.at(t_drift) if np.isfinite(t_drift) else 0
     before_focus = run.t <= (f1.start if np.isfinite(f1.start) else run.t[-1])
-    return RunSummary(label, N, s, seed, st.letters(), f1.start, level(p1), level(c2), float(run.q["loss"][-1]),
-                      float(np.linalg.norm(run.q["amp"][run.at(population.t[i_pop])] - population.q["amp"][i_pop])),
-                      float(run.q["sigma2"][before_focus].max()))
+    drift = np.linalg.norm(run.quantities["amp"][run.at(population.t[i_pop])] - population.quantities["amp"][i_pop])
+    return RunSummary(label, N, s, seed, detected.letters(), f1.start, level(p1), level(c2),
+                      float(run.quantities["loss"][-1]), float(drift),
+                      float(run.quantities["sigma2"][before_focus].max()))
 
 
 def _slope(x, y) -> float:
@@ -127,15 +128,17 @@ class FiniteSampleReport(PageReport):
         for col, (name, keys) in enumerate(sweeps):
             for j, (N, s) in enumerate(keys):
                 r = self.sampled[(N, s, seed0)]
-                ax[0, col].plot(r.t, r.q["loss"], color=PALETTE[j], label=f"N = {N}" if name == "N" else f"s = {s}")
+                ax[0, col].plot(r.t, r.quantities["loss"], color=PALETTE[j],
+                                label=f"N = {N}" if name == "N" else f"s = {s}")
                 ax[1, col].plot(r.t, stages.signals(r)["low_hub"], color=PALETTE[j])
             for a, key in ((ax[0, col], "loss"), (ax[1, col], "low_hub")):
-                a.plot(pop.t, pop.q["loss"] if key == "loss" else stages.signals(pop)["low_hub"], "k--", lw=1.2,
-                       label="population (same GD)")
-                a.plot(self.flow.t, self.flow.q["loss"] if key == "loss" else stages.signals(self.flow)["low_hub"],
+                a.plot(pop.t, pop.quantities["loss"] if key == "loss" else stages.signals(pop)["low_hub"], "k--",
+                       lw=1.2, label="population (same GD)")
+                a.plot(self.flow.t,
+                       self.flow.quantities["loss"] if key == "loss" else stages.signals(self.flow)["low_hub"],
                        "k:", lw=1.2, label="population flow")
             ax[0, col].axhline(self.H_pi, color="0.5", lw=0.8)
-            lo = np.nanmin([self.L_c2, self.H_pi, float(pop.q["loss"].min())]) - 0.01
+            lo = np.nanmin([self.L_c2, self.H_pi, float(pop.quantities["loss"].min())]) - 0.01
             ax[0, col].set(title=f"sweep over {name} ({'s' if name == 'N' else 'N'} = {s_max if name == 'N' else N_max})",
                            ylabel="population loss of θ" if col == 0 else "", ylim=(lo, np.log(self.chain.d) + 0.005))
             ax[1, col].set(xlabel="t = η · step", ylabel="low-query attention on hub" if col == 0 else "")
@@ -235,13 +238,13 @@ def measure(cfg) -> FiniteSampleReport:
             sampled.update({r.label: r for r in group})
             train_s += group[0].wall_s
     flow = pagesetup.page_flow(cfg, chain)
-    st = {key: stages.detect_run(r) for key, r in sampled.items()}
-    st_pop = stages.detect_run(population)
-    focus = [x.get("focus", 1).start for x in [st_pop, *st.values()]]
+    detected = {key: stages.detect_run(r) for key, r in sampled.items()}
+    stages_population = stages.detect_run(population)
+    focus = [x.get("focus", 1).start for x in [stages_population, *detected.values()]]
     focus = [x for x in focus if np.isfinite(x)]
-    t_drift = DRIFT_AT * min(focus) if focus else st_pop.get("plateau", 1).end     # every run still on plateau 1
-    rows = [summarize(population, population, "population", np.inf, np.inf, -1, t_drift, st_pop)]
-    rows += [summarize(r, population, f"N={N}, s={s}, seed {sd}", N, s, sd, t_drift, st[(N, s, sd)])
+    t_drift = DRIFT_AT * min(focus) if focus else stages_population.get("plateau", 1).end  # every run still on plateau 1
+    rows = [summarize(population, population, "population", np.inf, np.inf, -1, t_drift, stages_population)]
+    rows += [summarize(r, population, f"N={N}, s={s}, seed {sd}", N, s, sd, t_drift, detected[(N, s, sd)])
              for (N, s, sd), r in sampled.items()]
     H_pi = chain.unigram_entropy()
     L_c2 = closed_forms.theta_c2_loss(chain) if cfg.chain == "hub" and cfg.delta == 0 else NAN

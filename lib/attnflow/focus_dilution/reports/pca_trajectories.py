@@ -34,7 +34,7 @@ class Phases:
 
     name: str
     run: object
-    st: stages.Stages
+    detected: stages.Stages
     p: pca.EmbeddingPCA
     marks: dict
     found: bool              # first focus and dilution detected (the marks are stage times)
@@ -52,15 +52,16 @@ class Phases:
 
 def phases(name: str, run, chain: MarkovChain, n_components: int, centre: bool) -> Phases:
     W0 = run.result.states()["W0"] if getattr(run, "result", None) is not None else run.states["W0"]   # (T, d, m)
-    st = stages.detect_run(run)
+    detected = stages.detect_run(run)
     p = pca.embedding_pca(W0, n_components, hub=chain.hub, centre=centre)
-    f1, d1 = st.get("focus", 1), st.get("dilution", 1)
-    cond_end = st.stages[0].end
+    f1, d1 = detected.get("focus", 1), detected.get("dilution", 1)
+    cond_end = detected.stages[0].end
     found = bool(np.isfinite(f1.start) and np.isfinite(d1.end))
     marks = dict(condensed=cond_end, focus=f1.start if found else cond_end, diluted=d1.end if found else float(run.t[-1]),
                  end=float(run.t[-1]))
     mv = pca.phase_movements(p, run.t, chain.pi, chain.hub, marks)
-    return Phases(name, run, st, p, marks, found, np.isfinite(st.get("escape").start), mv["cos_pi"], mv["retract_hub"],
+    return Phases(name, run, detected, p, marks, found, np.isfinite(detected.get("escape").start), mv["cos_pi"],
+                  mv["retract_hub"],
                   float(mv["retract_low"].max()), mv["spread_before"], mv["spread_after"])
 
 
@@ -125,7 +126,7 @@ class PCAReport(PageReport):
                 a.plot(ph.run.t, ph.p.coords[:, k, 0], color=colors[k], lw=1.5, label=labels[k])
                 a.plot(ph.run.t, ph.p.coords[:, k, 1], color=colors[k], lw=1.0, ls="--")
             a.set(xlim=(0, self.horizon), xlabel="t", title=f"{name}: PC1 (solid), PC2 (dashed)")
-            stages.shade(a, ph.st)
+            stages.shade(a, ph.detected)
         ax[0, 0].set_ylabel("coordinate")
         ax[0, 1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
         return fig
@@ -137,12 +138,13 @@ class PCAReport(PageReport):
         claims.check("B7", [f.retract_hub, f.retract_low], predicate=lambda x: x[0] > 0 > x[1],
                      tolerance="hub moves out (> 0), every low token back (< 0) on PC1",
                      what="flow: PC1 movement from the first focus to the end of the first dilution", source="paper",
-                     domain=claims.domain(("first focus and dilution detected", f.found, f.st.letters())))
+                     domain=claims.domain(("first focus and dilution detected", f.found, f.detected.letters())))
         expand = claims.domain(("δ > 0 (an escape to expand along)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
                                ("m ≥ 3 (PC2–PC3 beyond PC1)", cfg.d_model >= 3, f"m = {cfg.d_model}"))
         claims.check("B9", f.growth, predicate=lambda x: x >= 10, tolerance="≥ 10× growth of the low tokens' spread off PC1",
                      what="flow: expansion after the escape", source="paper",
-                     domain=expand & claims.domain(("the flow escapes within the horizon", f.escaped, f.st.letters())))
+                     domain=expand & claims.domain(("the flow escapes within the horizon", f.escaped,
+                                                    f.detected.letters())))
         tr, n = self.trained, len(self.trained)
         tag = f"trained (N={cfg.n_samples}, s={cfg.seq_len}, {n} data seeds)"
         check_mean("B3", [p.cos_pi for p in tr], target=1.0, atol=COS_ATOL,
@@ -159,7 +161,7 @@ class PCAReport(PageReport):
         check_mean("B9", grown, above=1.0, tolerance="≥ 10× growth of the low tokens' spread off PC1",
                           what=f"{tag}: log10 expansion from the end of the first dilution to the horizon", source="paper",
                           domain=expand & claims.domain(
-                              ("the flow from the same θ(0) escapes within the horizon", f.escaped, f.st.letters()),
+                              ("the flow from the same θ(0) escapes within the horizon", f.escaped, f.detected.letters()),
                               ("first dilution detected in at least 3 seeds", len(grown) >= 3, f"{len(grown)} of {n}")))
 
 

@@ -116,7 +116,7 @@ class RealTextReport(PageReport):
             ax2 = row[2].twinx()
             row[2].plot(t, res.entropy["real"], color=plotting.PALETTE[2], label="attention entropy")
             row[2].plot(t, res.entropy["markov"], ":", color=plotting.PALETTE[2], label="entropy, Markov run")
-            ax2.plot(t, res.runs["real"].q["eff_rank_W0"], color=plotting.PALETTE[3], label="eff. rank of W0")
+            ax2.plot(t, res.runs["real"].quantities["eff_rank_W0"], color=plotting.PALETTE[3], label="eff. rank of W0")
             row[2].set(xlabel="t", ylabel="attention entropy (nats)", title="entropy and embedding rank")
             ax2.set(ylabel="effective rank of W0", yscale="log")
             ax2.grid(False)

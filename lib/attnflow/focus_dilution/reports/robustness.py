@@ -46,35 +46,37 @@ def focus_slope(points) -> float:
     return float(np.polyfit(*np.array(pts).T, 1)[0]) if len(pts) >= 2 else NAN
 
 
-def variant_row(kind: str, value, run, st: stages.Stages) -> dict:
-    return dict(sweep=kind, value=str(value), stages=st.letters(), t_focus=st.get("focus", 1).start,
-                t_escape=st.get("escape").start, final_loss=float(run.q["loss"][-1]), bigram=run.chain.bigram_loss())
+def variant_row(kind: str, value, run, detected: stages.Stages) -> dict:
+    return dict(sweep=kind, value=str(value), stages=detected.letters(), t_focus=detected.get("focus", 1).start,
+                t_escape=detected.get("escape").start, final_loss=float(run.quantities["loss"][-1]),
+                bigram=run.chain.bigram_loss())
 
 
-def escape_rate(run, st: stages.Stages) -> tuple[float, claims.Domain]:
+def escape_rate(run, detected: stages.Stages) -> tuple[float, claims.Domain]:
     """Escape rate of σ₂(W0) in the spec's window after the first dilution, with the domain of the
     linear transverse regime (``escape.escape_stats``; the escape page's conditions)."""
     from attnflow.focus_dilution.reports.escape import DRIFT_MAX, FLOOR_RATIO
 
-    d1 = st.get("dilution", 1)
+    d1 = detected.get("dilution", 1)
     reached = bool(np.isfinite(d1.end))
-    s = escape.escape_stats(run, after=d1.end if reached else float(run.t[-1]), strict=False)
+    window_stats = escape.escape_stats(run, after=d1.end if reached else float(run.t[-1]), strict=False)
     dom = claims.domain(
         ("θ_c² reached: first dilution detected", reached, f"t = {d1.end:.0f}"),
-        ("escape within the horizon: σ₂(W0) crosses [0.01, 0.1]", bool(s.window_found), ""),
+        ("escape within the horizon: σ₂(W0) crosses [0.01, 0.1]", bool(window_stats.window_found), ""),
         (f"growing mode above the O(ε) transverse level: σ₂(W0) at θ_c² ≤ {FLOOR_RATIO:g} × 0.01",
-         bool(s.sigma2_floor <= FLOOR_RATIO * escape.WINDOW[0]), f"σ₂ = {s.sigma2_floor:.2g}"),
-        (f"M⊥ constant over the window: max/min σ_max(M⊥) − 1 ≤ {DRIFT_MAX:g}", bool(s.M_perp_drift <= DRIFT_MAX),
-         f"{s.M_perp_drift:.2g}"),
+         bool(window_stats.sigma2_floor <= FLOOR_RATIO * escape.WINDOW[0]), f"σ₂ = {window_stats.sigma2_floor:.2g}"),
+        (f"M⊥ constant over the window: max/min σ_max(M⊥) − 1 ≤ {DRIFT_MAX:g}",
+         bool(window_stats.M_perp_drift <= DRIFT_MAX), f"{window_stats.M_perp_drift:.2g}"),
         (f"σ₂(W0) is the growing mode from the window start: predicted slope bias ≤ {escape.BIAS_MAX:g}",
-         bool(abs(s.fit_bias) <= escape.BIAS_MAX),
-         f"mode share {s.mode_share:.3f}, imbalance {s.mode_imbalance:+.3f}, bias {s.fit_bias:+.2%}"))
-    return float(s.rate), dom
+         bool(abs(window_stats.fit_bias) <= escape.BIAS_MAX),
+         f"mode share {window_stats.mode_share:.3f}, imbalance {window_stats.mode_imbalance:+.3f}, "
+         f"bias {window_stats.fit_bias:+.2%}"))
+    return float(window_stats.rate), dom
 
 
-def _amp_spread(run, st) -> float:
+def _amp_spread(run, detected) -> float:
     """Relative spread std/mean of the rank-one amplitudes a_k just after condensation."""
-    a = run.q["amp"][run.at(st.stages[0].end + 20)]
+    a = run.quantities["amp"][run.at(detected.stages[0].end + 20)]
     return float(a.std() / abs(a.mean()))
 
 
@@ -111,11 +113,11 @@ class RobustnessReport(PageReport):
     gd_cos_pi: float
     sweep_s: float
     runs: dict = field(repr=False, default_factory=dict)          # (sweep, value) -> TrainRun
-    st: dict = field(repr=False, default_factory=dict)            # (sweep, value) -> Stages
+    stages_by: dict = field(repr=False, default_factory=dict)     # (sweep, value) -> Stages
     adam: object = field(repr=False, default=None)
-    st_adam: stages.Stages = field(repr=False, default=None)
+    stages_adam: stages.Stages = field(repr=False, default=None)
     sampled: list = field(repr=False, default_factory=list)
-    st_sampled: list = field(repr=False, default_factory=list)
+    stages_sampled: list = field(repr=False, default_factory=list)
     rates: dict = field(repr=False, default_factory=dict)         # δ -> (rate, domain)
     growths: list = field(repr=False, default_factory=list)       # per sampled seed (nan: no θ_c² reached)
     g_chain: list = field(repr=False, default_factory=list)
@@ -123,9 +125,10 @@ class RobustnessReport(PageReport):
     cfg: object = field(repr=False, default=None)
 
     def table(self) -> list[dict]:
-        rows = [variant_row(*k, self.runs[k], self.st[k]) for k in self.runs]
-        rows.append(variant_row("optimizer", f"adam (lr {self.cfg.adam_lr:g})", self.adam, self.st_adam))
-        return rows + [variant_row("sampled δ = 0", r.label, r, s) for r, s in zip(self.sampled, self.st_sampled)]
+        rows = [variant_row(*k, self.runs[k], self.stages_by[k]) for k in self.runs]
+        rows.append(variant_row("optimizer", f"adam (lr {self.cfg.adam_lr:g})", self.adam, self.stages_adam))
+        return rows + [variant_row("sampled δ = 0", r.label, r, detected)
+                       for r, detected in zip(self.sampled, self.stages_sampled)]
 
     def figures(self) -> list:
         return [self.sweep_figure()]
@@ -140,8 +143,9 @@ class RobustnessReport(PageReport):
         for row, kind in enumerate(SWEEP_NAMES):
             for j, k in enumerate([k for k in self.runs if k[0] == kind]):
                 r = self.runs[k]
-                ax[row, 0].plot(r.t, r.q["hub_attention"], color=PALETTE[j], label=f"{SWEEP_NAMES[kind]} = {k[1]}")
-                ax[row, 1].semilogy(r.t, np.maximum(r.q["sigma2"], 1e-6), color=PALETTE[j])
+                ax[row, 0].plot(r.t, r.quantities["hub_attention"], color=PALETTE[j],
+                                label=f"{SWEEP_NAMES[kind]} = {k[1]}")
+                ax[row, 1].semilogy(r.t, np.maximum(r.quantities["sigma2"], 1e-6), color=PALETTE[j])
             ax[row, 0].set_ylabel(f"sweep over {SWEEP_NAMES[kind]}\nhub attention")
             ax[row, 1].set_ylabel(r"$\sigma_2(W_0)$")
             ax[row, 1].legend(*ax[row, 0].get_legend_handles_labels(), fontsize=7, loc="center left",
@@ -154,18 +158,18 @@ class RobustnessReport(PageReport):
     def check_claims(self) -> None:
         cfg = self.cfg
         eps_low = [k for k in self.runs if k[0] == "ε" and k[1] <= 1e-3]
-        n_focus = sum(np.isfinite(self.st[k].get("focus", 1).start) for k in eps_low)
+        n_focus = sum(np.isfinite(self.stages_by[k].get("focus", 1).start) for k in eps_low)
         claims.check("B5", self.slope_fit, self.slope_pred, rtol=0.05, what="slope of the first focus time against "
                      "log(1/ε), ε ≤ 10⁻³", source="reconstruction",
                      domain=claims.domain(("≥ 2 values ε ≤ 10⁻³ with a first focus within the horizon", n_focus >= 2,
                                            f"{n_focus} of {len(eps_low)}")))
         for k in [k for k in self.runs if k[0] == "m"]:
-            st = self.st[k]
-            has_escape = "escape" in st.names()
+            detected = self.stages_by[k]
+            has_escape = "escape" in detected.names()
             if k[1] == 1:
                 dom = None
             else:
-                d1, horizon = st.get("dilution", 1), float(self.runs[k].t[-1])
+                d1, horizon = detected.get("dilution", 1), float(self.runs[k].t[-1])
                 t_esc = np.log(10.0) / (ESCAPE_PER_DELTA * cfg.delta) if cfg.delta > 0 else np.inf
                 dom = claims.domain(("δ > 0", cfg.delta > 0, f"δ = {cfg.delta:g}"),
                                     ("θ_c² reached, and the horizon leaves the predicted escape time "
@@ -181,9 +185,9 @@ class RobustnessReport(PageReport):
                                 ("δ in the spec's escape-rate table", bool(np.isfinite(target)), f"δ = {dl:g}")) & dom
             claims.check("B15", rate, target, rtol=RATE_RTOL, what=f"GD (η={cfg.lr:g}) escape rate at δ = {dl:g}",
                          source="reconstruction", domain=dom)
-        trapped_st = self.st[("δ", 0.0)]
+        stages_trapped = self.stages_by[("δ", 0.0)]
         at_c2 = claims.domain(("the δ = 0 run reached θ_c² (first dilution detected)",
-                               bool(np.isfinite(trapped_st.get("dilution", 1).end)), trapped_st.letters()))
+                               bool(np.isfinite(stages_trapped.get("dilution", 1).end)), stages_trapped.letters()))
         claims.check("B8", self.s2_trapped, predicate=lambda x: x < 0.01, tolerance="< 0.01 (no transverse growth)",
                      what="population GD at δ = 0: σ₂(W0) at the horizon", source="paper + reconstruction", domain=at_c2)
         claims.check("B8", self.rate_trap_pop, predicate=lambda x: abs(x) <= TRAP_RATE,
@@ -196,7 +200,7 @@ class RobustnessReport(PageReport):
                                "after its first dilution — finite samples break the degenerate point",
                           source="reconstruction",
                           domain=claims.domain(stats.enough_seeds(len(logs)) if logs else stats.enough_seeds(0)))
-        moved = [bool(self.st[k].focus_swings) for k in self.runs if k[0] == "chain"]
+        moved = [bool(self.stages_by[k].focus_swings) for k in self.runs if k[0] == "chain"]
         claims.check("B6", [float(np.sign(x)) for x in self.dhub], [float(np.sign(x)) for x in self.g_chain],
                      predicate=lambda x: x == [float(np.sign(v)) for v in self.g_chain],
                      tolerance="sign(Δ hub attention) = sign(g)", what="chain variants: direction of the first attention move",
@@ -243,47 +247,51 @@ def measure(cfg) -> RobustnessReport:
                                    init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, **common)[0]
     sampled = pagesetup.trained_runs(cfg, symmetric, dtype="float32")
     runs_by = {r.label: r for r in sweep}
-    st_by = {k: stages.detect_run(r) for k, r in runs_by.items()}
-    st_adam, st_sampled = stages.detect_run(adam), [stages.detect_run(r) for r in sampled]
+    stages_by = {k: stages.detect_run(r) for k, r in runs_by.items()}
+    stages_adam, stages_sampled = stages.detect_run(adam), [stages.detect_run(r) for r in sampled]
 
     sigma0, g = closed_forms.sigma0(chain), closed_forms.g_rate(chain, cfg.score_scale)
     eps_keys = [k for k in runs_by if k[0] == "ε"]
-    pts = lambda top: [(k[1], st_by[k].get("focus", 1).start) for k in eps_keys if k[1] <= top]  # noqa: E731
-    M_growth = lambda k: float(runs_by[k].q["M_fro"][runs_by[k].at(st_by[k].stages[0].end)] / runs_by[k].q["M_fro"][0])  # noqa: E731
+    pts = lambda top: [(k[1], stages_by[k].get("focus", 1).start) for k in eps_keys if k[1] <= top]  # noqa: E731
+    M_growth = lambda k: float(runs_by[k].quantities["M_fro"][runs_by[k].at(stages_by[k].stages[0].end)]  # noqa: E731
+                               / runs_by[k].quantities["M_fro"][0])
     eps_big, eps_small = max(k[1] for k in eps_keys), min(k[1] for k in eps_keys)
 
-    trapped, st0 = runs_by[("δ", 0.0)], st_by[("δ", 0.0)]
-    rates = {k[1]: escape_rate(runs_by[k], st_by[k]) for k in runs_by if k[0] == "δ" and k[1] > 0}
+    trapped, stages_trapped = runs_by[("δ", 0.0)], stages_by[("δ", 0.0)]
+    rates = {k[1]: escape_rate(runs_by[k], stages_by[k]) for k in runs_by if k[0] == "δ" and k[1] > 0}
     m_keys = [k for k in runs_by if k[0] == "m"]
-    d1_pop = st0.get("dilution", 1)
+    d1_pop = stages_trapped.get("dilution", 1)
     rate_trap = trapped.rate("sigma2", d1_pop.end, trapped.t[-1]) if np.isfinite(d1_pop.end) else NAN
     growths = []
-    for r, s in zip(sampled, st_sampled):
-        d1 = s.get("dilution", 1)
-        s2 = r.q["sigma2"]
+    for r, detected in zip(sampled, stages_sampled):
+        d1 = detected.get("dilution", 1)
+        s2 = r.quantities["sigma2"]
         growths.append(float(s2[r.t >= d1.end].max() / s2[r.at(d1.end)]) if np.isfinite(d1.end) else NAN)
     chain_keys = [k for k in runs_by if k[0] == "chain"]
     g_chain, dhub = [closed_forms.g_rate(runs_by[k].chain, cfg.score_scale) for k in chain_keys], []
     for k in chain_keys:
-        r, moves = runs_by[k], st_by[k].focus_swings
+        r, moves = runs_by[k], stages_by[k].focus_swings
         a0, a1 = (moves[0][0], moves[0][1]) if moves else (r.t[-1], r.t[-1])
-        dhub.append(float(r.q["hub_attention"][r.at(a1)] - r.q["hub_attention"][r.at(a0)]))
-    s2_s = sampled[0].q["sigma2"]
+        dhub.append(float(r.quantities["hub_attention"][r.at(a1)] - r.quantities["hub_attention"][r.at(a0)]))
+    s2_s = sampled[0].quantities["sigma2"]
     return RobustnessReport(
         slope_pred=1 / sigma0 + 1 / g, slope_fit=focus_slope(pts(1e-3)), slope_fit_all=focus_slope(pts(1e-2)),
         eps_big=eps_big, eps_small=eps_small, M_growth_big=M_growth(("ε", eps_big)),
         M_growth_small=M_growth(("ε", eps_small)),
-        loss_m1=float(runs_by[m_keys[0]].q["loss"][-1]) if m_keys[0][1] == 1 else NAN, bigram=chain.bigram_loss(),
-        s2_trapped=float(trapped.q["sigma2"][-1]), deltas_txt=", ".join(f"{x:g}" for x in rates),
+        loss_m1=float(runs_by[m_keys[0]].quantities["loss"][-1]) if m_keys[0][1] == 1 else NAN,
+        bigram=chain.bigram_loss(),
+        s2_trapped=float(trapped.quantities["sigma2"][-1]), deltas_txt=", ".join(f"{x:g}" for x in rates),
         rates_txt=", ".join(f"{x[0]:.5f}" for x in rates.values()),
         rates_spec_txt=", ".join(f"{SPEC['escape_rate'].get(x, NAN):.5f}" for x in rates),
         N_sampled=cfg.n_samples, n_seeds=len(sampled), s2_sampled_0=float(s2_s[0]), s2_sampled_end=float(s2_s[-1]),
         noise_delta=float(1 / np.sqrt(cfg.n_samples * symmetric.pi.min())), rate_trap_pop=float(rate_trap),
         growth_sampled=float(np.nanmean(growths)) if np.isfinite(growths).any() else NAN,
         g_txt=", ".join(f"{x:+.5f}" for x in g_chain), dhub_txt=", ".join(f"{x:+.3f}" for x in dhub),
-        adam_stages=st_adam.letters(), M_growth_adam=float(adam.q["M_fro"][-1] / adam.q["M_fro"][0]),
-        adam_steps=cfg.adam_steps, adam_amp_spread=_amp_spread(adam, st_adam), gd_amp_spread=_amp_spread(trapped, st0),
-        adam_cos_pi=float(adam.q["cos_W0_pi"][-1]),
-        gd_cos_pi=float(trapped.q["cos_W0_pi"][trapped.at(st0.stages[0].end + 20)]), sweep_s=sweep[0].wall_s,
-        runs=runs_by, st=st_by, adam=adam, st_adam=st_adam, sampled=sampled, st_sampled=st_sampled, rates=rates,
+        adam_stages=stages_adam.letters(),
+        M_growth_adam=float(adam.quantities["M_fro"][-1] / adam.quantities["M_fro"][0]), adam_steps=cfg.adam_steps,
+        adam_amp_spread=_amp_spread(adam, stages_adam), gd_amp_spread=_amp_spread(trapped, stages_trapped),
+        adam_cos_pi=float(adam.quantities["cos_W0_pi"][-1]),
+        gd_cos_pi=float(trapped.quantities["cos_W0_pi"][trapped.at(stages_trapped.stages[0].end + 20)]),
+        sweep_s=sweep[0].wall_s, runs=runs_by, stages_by=stages_by, adam=adam, stages_adam=stages_adam, sampled=sampled,
+        stages_sampled=stages_sampled, rates=rates,
         growths=growths, g_chain=g_chain, dhub=dhub, cfg=cfg)

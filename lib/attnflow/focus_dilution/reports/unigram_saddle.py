@@ -86,7 +86,7 @@ def plateau_run(chain: MarkovChain, mc: model.ModelConfig, horizon: float, kappa
     t_end = plateau_end(chain, horizon, mc.init_scale, gw, kappa_window)
     run = runs.population_flow(chain, model=mc,
                                t_eval=runs.time_grid(t_end, fine_until=300.0, fine_dt=1.0, coarse_dt=max(1.0, t_end / 2000)))
-    q, t = run.q, run.t
+    q, t = run.quantities, run.t
     _, t_cond = measure.level_times(t, q["loss"], np.log(chain.d), chain.unigram_entropy())
     t_kappa = kappa_window_times(t_cond, gw, kappa_window)
     mode_key = "qk_sym" if g > 0 else "qk_anti"                              # the unstable mode itself
@@ -113,8 +113,8 @@ def g_eff_at_small_eps(chain: MarkovChain, mc: model.ModelConfig, kappa_window) 
     small = mc.with_(init_scale=mc.init_scale / 10)
     t_small = 2.5 * closed_forms.escape_time_origin(chain, small.init_scale) + kappa_window[0] / abs(g)
     run_s = runs.population_flow(chain, model=small, t_eval=np.linspace(0.0, t_small * 1.05, 400))
-    _, t_cond_s = measure.level_times(run_s.t, run_s.q["loss"], np.log(chain.d), chain.unigram_entropy())
-    g_eff_s = measure.kappa_drive(run_s.result.states(), small.population_loss(chain), run_s.q["u"])
+    _, t_cond_s = measure.level_times(run_s.t, run_s.quantities["loss"], np.log(chain.d), chain.unigram_entropy())
+    g_eff_s = measure.kappa_drive(run_s.result.states(), small.population_loss(chain), run_s.quantities["u"])
     return float(g_eff_s[run_s.at(t_cond_s + kappa_window[0] / abs(g))])
 
 
@@ -252,7 +252,7 @@ class UnigramSaddleReport(SpecGluedReport):
         from attnflow.plotting import PALETTE
 
         pr, markov, g = self._plateau, self._chain, self.g
-        q, t = pr.run.q, pr.run.t
+        q, t = pr.run.quantities, pr.run.t
         fig, axes = plotting.subplots(2, 3, width=3.6, height=2.9)
         ax = axes[0]
         for a_ in ax[:3]:
@@ -286,7 +286,7 @@ class UnigramSaddleReport(SpecGluedReport):
         ax[0].set_yscale("symlog", linthresh=1e-3)
         ax[0].set(xlabel="eigenvalue index (sorted per block)", title=r"spectrum of $-\nabla^2L(\theta_c^1)$")
         ax[0].legend(fontsize="x-small")
-        tr, qr = self._run_r.t, self._run_r.q
+        tr, qr = self._run_r.t, self._run_r.quantities
         ax[1].plot(tr, qr["cos_W1_pic"], color=PALETTE[2], label=r"$|\cos(v_1(W_1),\pi-\frac{1}{d})|$")
         ax[1].plot(tr, qr["cos_W1_ell"], color=PALETTE[1], ls="--", label=r"$|\cos(v_1(W_1),\ell)|$")
         ax[1].set(xlabel="t", ylim=(0.9, 1.002), title=f"random chain (d = {self._rand.d}): $W_1$ turns")
@@ -387,7 +387,7 @@ def unigram_saddle_report(cfg) -> UnigramSaddleReport:
         grad_c1 = measure.grad_norms({n: v[None] for n, v in spectrum.theta_c1_params(markov, m).items()}, loss)[0]
 
     pr = plateau_run(markov, mc, cfg.horizon, cfg.kappa_window)
-    q, t = pr.run.q, pr.run.t
+    q, t = pr.run.quantities, pr.run.t
     g_eff_small = g_eff_at_small_eps(markov, mc, cfg.kappa_window)
     i_c1 = pr.run.at(200.0) if is_reference(cfg) else pr.run.at(pr.t_c1)    # the spec reads θ_c¹ at t = 200
     loss_c1, W0_c1, amp_c1 = float(q["loss"][i_c1]), float(q["W0_fro"][i_c1]), q["amp"][i_c1]
@@ -397,7 +397,7 @@ def unigram_saddle_report(cfg) -> UnigramSaddleReport:
     c1_rand = closed_forms.theta_c1(rand)
     run_r = runs.population_flow(rand, model=mc, t_eval=runs.time_grid(cfg.random_horizon,
                                                                         fine_until=cfg.random_horizon, fine_dt=1.0))
-    qr = run_r.q
+    qr = run_r.quantities
     g_rand = closed_forms.g_rate(rand)
     g_rand_c = closed_forms.g_rate(rand, mc.score_scale)
     rand_blocks = spectrum.jacobian_blocks(mc.population_loss(rand), spectrum.theta_c1_params(rand, m),
