@@ -231,11 +231,11 @@ class FourParametrizations(PageReport):
                                                   self.N >= 1000, f"N = {self.N}")))
 
 
-def summarize(cfg, task, run, names: Sequence[str], rand: Mapping[str, np.ndarray], bal: Mapping[str, int],
+def summarize(cfg, task, run, names: Sequence[str], rand: Mapping[str, np.ndarray], balanced: Mapping[str, int],
               test_mass: np.ndarray, test_accuracy: np.ndarray, ode: Mapping[tuple[str, str], float],
               r_eff: Mapping[str, float], n_models: int) -> FourParametrizations:
     """The report from a trained sweep's record ``run`` (``sweep.SweepRun``), the indices of the random
-    (``rand``: name -> (n_seeds,)) and balanced (``bal``: name -> index) models, their held-out
+    (``rand``: name -> (n_seeds,)) and balanced (``balanced``: name -> index) models, their held-out
     metrics (P,) and the reduced-ODE masses ``ode[(name, "uniform" | "exact")]``."""
     from attnflow.sharpening import targets
 
@@ -244,7 +244,7 @@ def summarize(cfg, task, run, names: Sequence[str], rand: Mapping[str, np.ndarra
         i = np.asarray(rand[n])
         models[n] = ModelResult(mass=run.stats_final["attn_relevant"][i], steps=run.stopped_at[i].astype(float),
                                 loss_final=run.loss_final[i], test_mass=test_mass[i], test_accuracy=test_accuracy[i],
-                                balanced=float(run.stats_final["attn_relevant"][bal[n]]),
+                                balanced=float(run.stats_final["attn_relevant"][balanced[n]]),
                                 ode_uniform=float(ode[(n, "uniform")]), ode_exact=float(ode[(n, "exact")]))
         seeds = []
         for k in i:
@@ -295,9 +295,9 @@ def measure(cfg) -> FourParametrizations:
     exp = experiments.run(random_specs + balanced_specs, task, n_train=cfg.n_train, n_test=cfg.n_test,
                           steps=cfg.max_steps, target_loss=cfg.target_loss, record_every=cfg.record_every,
                           attend_self=cfg.attend_self, device=cfg.device)
-    ev = experiments.evaluate(exp)
+    held_out = experiments.evaluate(exp)
     rand = {n: exp.select(parametrization=n, init="gaussian") for n in names}
-    bal = {n: int(exp.select(parametrization=n, init="manifold")[0]) for n in names}
+    balanced = {n: int(exp.select(parametrization=n, init="manifold")[0]) for n in names}
     ode, r_eff = reduced_masses(cfg, task, names)
-    return summarize(cfg, task, exp.run, names, rand, bal, ev["attn_relevant"], ev["accuracy"], ode, r_eff,
+    return summarize(cfg, task, exp.run, names, rand, balanced, held_out["attn_relevant"], held_out["accuracy"], ode, r_eff,
                      len(exp.specs))
