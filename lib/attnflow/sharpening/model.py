@@ -15,6 +15,19 @@ two parameter groups, so η_QK and η_OV are set independently (:meth:`SelfAtten
     model = SelfAttention(ModelConfig("FAFO", vocab_size=V, n_classes=K))
     out = model(batch.tokens)             # out.logits (B, K), out.attn (B, T), out.scores (B, T)
     loss = model.loss(batch)              # weighted cross-entropy (population or sampled)
+
+One forward (issue 14): :func:`forward` evaluates P models at once from their collapsed circuits
+(leading model axis; one model is P = 1). ``SelfAttention.forward`` (the float64 theory flows,
+through ``functional_loss``) and ``stack.ModelStack.forward`` (batched sweeps: evaluation, ERASER
+deletions) both call it, so the two paths share one summation order — the stack's: the token
+score table S = σ_s E W_QK Eᵀ (P, V, V) is gathered at (x_T, x_i), and the logits sum the
+attention mass per vocabulary token, z = Σ_v (Σ_{i: x_i = v} p_i) W_OV e_v.
+``ModelStack.bag_forward`` is an exact counts-based fast path for training, tested equal to it.
+
+``realdata.forward`` is a different model family and keeps its own forward: learned embeddings
+(d < V), the query is the mean embedding of the question, keys only after ``<sep>``, and a span
+pointer head; it shares this module's :class:`Output`, parameter names and
+:func:`effective_circuits`, not the token-table arithmetic (which needs fixed embeddings).
 """
 from __future__ import annotations
 
@@ -26,7 +39,7 @@ from torch import nn
 
 from attnflow.params import ParameterError
 
-__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "circuits", "parameter_names", "effective_circuits", "QK_NAMES", "OV_NAMES",
+__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "forward", "circuits", "parameter_names", "effective_circuits", "QK_NAMES", "OV_NAMES",
            "orthogonal_embedding"]
 
 # name -> (factorized QK, factorized OV)
@@ -97,13 +110,49 @@ class ModelConfig:
 
 
 class Output(NamedTuple):
-    """What every sharpening attention forward returns (this model, ``stack.ModelStack`` and
-    ``realdata.forward``): shapes carry the caller's leading axes ``...`` — none for one
-    ``SelfAttention``, the model axis P for a stack or a real-data sweep."""
+    """What every sharpening attention forward returns (:func:`forward`, hence ``SelfAttention``
+    and ``stack.ModelStack``, and ``realdata.forward``): shapes carry the caller's leading axes
+    ``...`` — none for one ``SelfAttention``, the model axis P for :func:`forward`, a stack or a
+    real-data sweep."""
 
     logits: torch.Tensor   # (..., B, K); (..., B, T) for a span pointer (−inf off the passage)
     attn: torch.Tensor     # (..., B, T) attention probabilities of the query (0 on masked / deleted keys)
     scores: torch.Tensor   # (..., B, T) attention scores (−inf on masked / deleted keys)
+
+
+def forward(emb: torch.Tensor, W_qk: torch.Tensor, W_ov: torch.Tensor, tokens: torch.Tensor, *,
+            score_scale: float = 1.0, attend_self: bool = False, keep_mask: torch.Tensor | None = None) -> Output:
+    """The synthetic model's forward for P models at once (spec §4; one model is P = 1).
+
+    ``emb`` (V, d) fixed embedding, ``W_qk`` (P, d, d) and ``W_ov`` (P, K, d) collapsed circuits
+    (:func:`effective_circuits`), ``tokens`` (P, B, T) — or (B, T), shared by the P models. The
+    query is the last token; its own position is masked unless ``attend_self``. ``keep_mask``
+    (bool, broadcastable to (P, B, T)) removes keys where False: without positional encoding this
+    *is* deleting those tokens (ERASER's x∖r and r). Returns logits (P, B, K), attn and scores
+    (P, B, T), −inf / 0 on masked keys.
+
+    Token coordinates: every score is a gather from S = σ_s E W_QK Eᵀ (P, V, V),
+    s_bt = S[x_bT, x_bt], and the logits come from the attention mass per vocabulary token,
+    z_b = Σ_v (Σ_{t: x_bt = v} p_bt) O_v with O = E W_OVᵀ (P, V, K) — far cheaper than
+    (B, T, d) products, and written with ops torch.func differentiates twice (flow Hessians).
+    """
+    P, V = W_qk.shape[0], emb.shape[0]
+    if tokens.dim() == 2:
+        tokens = tokens.expand(P, -1, -1)                                   # (P, B, T) shared
+    _, B, T = tokens.shape
+    S = score_scale * emb @ W_qk @ emb.T                                    # (P, V, V) token scores
+    O = emb @ W_ov.transpose(-1, -2)                                        # (P, V, K) token logits
+    flat = tokens[..., -1:] * V + tokens                                    # (P, B, T) index into V·V
+    scores = S.reshape(P, V * V).gather(1, flat.reshape(P, B * T)).reshape(P, B, T)
+    masked = torch.zeros_like(tokens, dtype=torch.bool)
+    if not attend_self:
+        masked[..., -1] = True
+    if keep_mask is not None:
+        masked = masked | ~keep_mask
+    scores = scores.masked_fill(masked, float("-inf"))
+    attn = torch.softmax(scores, dim=-1)                                    # (P, B, T)
+    mass = torch.zeros(P, B, V, dtype=attn.dtype, device=attn.device).scatter_add(2, tokens, attn)  # (P, B, V)
+    return Output(mass @ O, attn, scores)                                   # logits (P, B, K)
 
 
 class SelfAttention(nn.Module):
@@ -164,19 +213,11 @@ class SelfAttention(nn.Module):
 
     # -- forward --------------------------------------------------------------------------------
     def forward(self, tokens: torch.Tensor) -> Output:
-        # Token coordinates (no positional encoding): score and logit contribution of every
-        # vocabulary token, then gathered per position — far cheaper than (B, T, d) products.
-        key_dir = self.emb[tokens[:, -1]] @ self.W_qk_eff()             # (B, d): e_{x_T}ᵀ W_QK
-        token_scores = key_dir @ self.emb.T                             # (B, V)
-        scores = self.cfg.score_scale * token_scores.gather(1, tokens)  # (B, T)
-        if not self.cfg.attend_self:
-            mask = torch.zeros_like(scores, dtype=torch.bool)
-            mask[:, -1] = True
-            scores = scores.masked_fill(mask, float("-inf"))
-        attn = torch.softmax(scores, dim=-1)                            # (B, T)
-        token_logits = self.emb @ self.W_ov_eff().T                     # (V, K): W_OV e_x for every token
-        logits = (attn[:, :, None] * token_logits[tokens]).sum(1)       # (B, K) = W_OV Σ_i p_i e_{x_i}
-        return Output(logits, attn, scores)
+        """Logits (B, K), attention and scores (B, T) of tokens (B, T): :func:`forward` at P = 1."""
+        W_qk, W_ov = effective_circuits({n: getattr(self, n) for n in self.qk_names + self.ov_names})
+        out = forward(self.emb, W_qk[None], W_ov[None], tokens[None], score_scale=self.cfg.score_scale,
+                      attend_self=self.cfg.attend_self)
+        return Output(*(t[0] for t in out))
 
     def loss(self, batch) -> torch.Tensor:
         """Weighted cross-entropy Σ w_i CE_i (a ``data.Batch``: population or sampled)."""

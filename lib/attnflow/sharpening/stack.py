@@ -5,10 +5,9 @@ FAFO), built and initialised by it; this module only stacks their parameters per
 parametrization and evaluates all of them in one pass (issue 5: batched sweeps). Two forwards,
 both checked against ``SelfAttention.forward`` model by model in ``tests/test_sweep.py``:
 
-- :meth:`ModelStack.forward` (evaluation, ERASER deletions) works in *token coordinates* (the
-  view of ``reduction.py``): S = E W_QK Eᵀ (P, V, V) gives every score by a gather,
-  s_bt = σ_s S[x_bT, x_bt], and O = E W_OVᵀ gives the logits from the attention mass per
-  vocabulary token, z_b = Σ_v (Σ_{t: x_bt = v} p_bt) O_v;
+- :meth:`ModelStack.forward` (evaluation, ERASER deletions) is the model's one forward,
+  ``model.forward``, on the stacked circuits (W_QK, W_OV) — the same function
+  ``SelfAttention.forward`` calls at P = 1, in *token coordinates* (the view of ``reduction.py``);
 - :meth:`ModelStack.bag_forward` (training) uses that a model without positional encoding sees
   a sequence only through its token counts: with a shared query token the whole forward of all
   P models is one batched matmul (P, K+1, V) @ (P, V, B).
@@ -29,6 +28,7 @@ from attnflow import device as devices, seeding, sweep
 from attnflow.params import ParameterError
 from attnflow.sharpening import data, metrics, reduction
 from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, Output, SelfAttention, circuits, effective_circuits
+from attnflow.sharpening.model import forward as model_forward
 
 __all__ = ["ModelSpec", "ModelStack", "Bags", "INIT_SEED_OFFSET", "INITS"]
 
@@ -132,21 +132,8 @@ class ModelStack:
         W_qk, W_ov = self.effective(params)                                     # (P, d, d), (P, K, d)
         if models is not None:
             W_qk, W_ov = W_qk[models], W_ov[models]                             # (P_a, d, d), (P_a, K, d)
-        P, B, T = tokens.shape
-        V = self.emb.shape[0]
-        S = self.cfg.score_scale * self.emb @ W_qk @ self.emb.T                 # (P, V, V) token scores
-        O = self.emb @ W_ov.transpose(-1, -2)                                   # (P, V, K) token logits
-        flat = tokens[..., -1:] * V + tokens                                    # (P, B, T) index into V·V
-        scores = S.reshape(P, V * V).gather(1, flat.reshape(P, B * T)).reshape(P, B, T)
-        masked = torch.zeros_like(tokens, dtype=torch.bool)
-        if not self.cfg.attend_self:
-            masked[..., -1] = True
-        if keep_mask is not None:
-            masked = masked | ~keep_mask
-        scores = scores.masked_fill(masked, float("-inf"))
-        attn = torch.softmax(scores, dim=-1)                                    # (P, B, T)
-        mass = torch.zeros(P, B, V, dtype=attn.dtype, device=attn.device).scatter_add(2, tokens, attn)  # (P, B, V)
-        return Output(mass @ O, attn, scores)                                   # logits (P, B, K)
+        return model_forward(self.emb, W_qk, W_ov, tokens, score_scale=self.cfg.score_scale,
+                             attend_self=self.cfg.attend_self, keep_mask=keep_mask)
 
     def bag_forward(self, params: Mapping[str, torch.Tensor], bags: "Bags", models: torch.Tensor | None = None):
         """Training path: logits (P, K, B) *class-major* and relevant attention (P, B).
