@@ -29,6 +29,7 @@ class PaperRuns(Directive):
         runs = json.loads(path.read_text(encoding="utf-8"))["runs"] if path.exists() else []
         if not runs:
             return [nodes.paragraph(text="No paper-profile run has been recorded yet (scripts/paper_runs.py).")]
+        summary = nodes.paragraph(text=summarize(runs))
         cols = ["page", "device", "wall time", "claims", "date", "commit", "note"]
         table = nodes.table(classes=["attnflow-paper-runs"])
         group = nodes.tgroup(cols=len(cols))
@@ -53,7 +54,25 @@ class PaperRuns(Directive):
                 row += _cell(v)
             body += row
         group += body
-        return [table]
+        return [summary, table]
+
+
+def summarize(runs: list[dict]) -> str:
+    """One sentence from the records: how many pages ran to the end with no failed claim (and the
+    longest of those), how many failed claims or did not run here, and on which devices."""
+    done = [r for r in runs if r.get("seconds") is not None and not (r.get("claims") or {}).get("failed")
+            and r.get("status") in ("ok", "imported")]
+    failed = [r for r in runs if (r.get("claims") or {}).get("failed") or str(r.get("status", "")).startswith("page failed")]
+    not_run = [r for r in runs if r.get("seconds") is None and r not in failed]
+    longest = max(done, key=lambda r: r["seconds"]) if done else None
+    devices = sorted({r.get("device", "") for r in done})
+    parts = [f"{len(done)} of {len(runs)} pages ran their paper profile to the end with no failed claim"
+             + (f" (the longest, {longest['page']}, in {longest['seconds'] / 60:.1f} min)" if longest else "")]
+    if failed:
+        parts.append(f"{len(failed)} with failed claims ({', '.join(r['page'] for r in failed)})")
+    if not_run:
+        parts.append(f"{len(not_run)} were not run to the end here (size and reason in the note column)")
+    return "; ".join(parts) + (f". Devices: {', '.join(devices)}." if devices else ".")
 
 
 def setup(app):
