@@ -178,11 +178,15 @@ fig
 # starts within the integrated time (at most $2\times10^5$; chains with $g\approx0$ focus later) and the
 # attention mode is slow against the contraction onto the unigram optimum, $2|g|\le\lambda_c/4$ (as
 # on {doc}`unigram_saddle`; a chain with a fast mode leaves the plateau while its amplitudes still
-# move, and the regression mixes the two). The sign pattern and the most tilted query are read at the
+# move, and the regression mixes the two). The slopes also need the terms the first-order response
+# neglects (scores not carried by $\kappa$, the drift of the amplitudes across the window) to bias the fit
+# by at most half its tolerance, a Cauchy–Schwarz bound from the window's states ({glue:text}`bias_visited:.1e`
+# here, {ref}`errata-atlas`). The sign pattern and the most tilted query are read at the
 # onset, which still shows the tilt of $\theta_c^1$ only while the amplitudes have not yet been
 # redistributed: we require them within 15 % of $\alpha\pi$ there (here they have moved by a fraction
 # {glue:text}`amp_drift_onset:.2f`; on eight probed chains and seeds the pattern held at drifts 0.07–0.11
-# and failed at 0.20 and 0.58, on Dirichlet chains with a slow mode). "Focus rises above $\pi_{\rm hub}$" and "the attention entropy
+# and failed at 0.20 and 0.58, on Dirichlet chains with a slow mode), and the sign pattern needs the
+# drift to flip no checked sign of the tilt $\kappa a_i(a_k-\pi^\top a)$. "Focus rises above $\pi_{\rm hub}$" and "the attention entropy
 # falls" are checked against the plateau offset $10^{-3}+100c\epsilon^2$, not a fixed size: how far focus
 # goes before dilution takes over depends on the chain (by 0.027 only on a probed chain with $a_h\approx b_h$). The focus on the *frequent* token needs $g>0$; the violating
 # chain's claims need its $g<0$.

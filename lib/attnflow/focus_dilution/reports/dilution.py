@@ -13,9 +13,27 @@ a run with asymmetry ``delta_cycle`` that escapes θ_c² and shows the second fo
   made for the hub family with focus *on* the hub, g > 0 (one frequent token and n rare ones);
 * "the flow has reached its end point" needs the symmetric family (δ = 0: θ_c² traps the flow for
   ever; for δ > 0 or a Dirichlet chain the end of the run is not a critical point);
-* the second-cycle statements need the escape (σ₂(W0) > 0.1) within ``horizon_cycle`` and the
-  second cycle to have run its course: the loss at ``horizon_cycle`` within 1 % of the gap
-  L(escape) − bigram of the bigram optimum (otherwise the run stops in the middle of a stage).
+* "the rare queries' attention to the hub ends below π_hub" needs the rare amplitudes to change sign,
+  and by enough to be resolved at the margin: to first order (the tilt of B6 at the end state,
+  A_jk − π_k ≈ cκ π_k a_j(a_k − πᵀa)), the mean rare query's attention to the hub ends at
+  d = cκ π_hub ā_low (a_hub − πᵀa) from π_hub; the claim needs d ≤ −``DIP_FACTOR`` × ``FOCUS_MARGIN`` (the
+  factor leaves half of the predicted dip to the higher orders). Atlas (errata): n = 3, a_h = 0.523,
+  b_h = 0.424, c_cyc = 0.469, init seed 402722 ended with ā_low = −0.0018, d = −3.2·10⁻⁴ (measured
+  −3.2·10⁻⁴): the amplitudes barely crossed zero; the spec's chain has d = −0.027 (measured −0.0265);
+* the fall from the peak ("dilution") is checked on every hub chain with g > 0 that ends on θ_c². Where
+  the rare amplitudes change sign it follows from the focus and the sign change; where they keep it,
+  the first-order attention cκ π_hub ā_low(a_hub − πᵀa) falls only if ā_low falls faster than κ rises
+  late in the run, which R4 does not decide. Three hub chains whose rare amplitudes keep their sign
+  fall by less than the margin (1.8·10⁻⁴, 4.6·10⁻⁴, 7.6·10⁻⁵ at 2|g|/σ0 = 0.25, 0.007, 0.24): a finding
+  of the errata ("Findings of the atlas sweep"), kept failing, not a domain condition;
+* the second-cycle statements need the escape (σ₂(W0) > 0.1) within ``horizon_cycle``, the second
+  cycle to start from θ_c²(δ) — the stage detector (``stages.detect_run``) puts a plateau after the
+  first focus right before the escape, so the first cycle ended before σ₂ grew (at δ = 0.4 on the atlas
+  chain n = 3 above σ₂ grew during the first focus: no θ_c²(δ) plateau, the hub attention at the escape
+  was still that of the first cycle and its "rise after the escape" is 0) — and the second cycle to
+  have run its course: the loss at ``horizon_cycle`` within 1 % of the gap L(escape) − bigram of the
+  bigram optimum (otherwise the run stops in the middle of a stage). Each is read off the loss, σ₂ and
+  the stages up to the escape, not off the swings it gates.
 """
 from __future__ import annotations
 
@@ -26,19 +44,20 @@ from typing import Any
 import numpy as np
 
 from attnflow import claims
-from attnflow.focus_dilution import closed_forms, measure as fmeasure, model, runs, spectrum, symbolic
+from attnflow.focus_dilution import closed_forms, measure as fmeasure, model, runs, spectrum, stages, symbolic
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.focus_dilution.contracts import is_reference, make_chain
 from attnflow.focus_dilution.targets import EULER_CYCLE, EULER_T3000, SPEC, half_unit
 from attnflow.report import PageReport
 
 __all__ = ["DilutionReport", "measure", "drive", "main_stats", "cycle_stats", "entropy_rise",
-           "CYCLE_SWING", "SEPARATION", "FOCUS_MARGIN", "SETTLED_FRACTION", "KAPPA_EARLY"]
+           "escape_start", "CYCLE_SWING", "SEPARATION", "FOCUS_MARGIN", "SETTLED_FRACTION", "KAPPA_EARLY", "DIP_FACTOR"]
 
 CYCLE_SWING = 1e-3       # a second-cycle swing (hub attention, entropy) must exceed this: the statement is qualitative
                          # (a rise, then a fall); 10⁵ × the solver tolerance. The spec's chain swings by 0.1–0.3 and
                          # its values are checked separately; other chains swing by as little as 0.02 (n = 2)
 FOCUS_MARGIN = 1e-3      # rare-query attention to the hub must go this far above / below π_hub
+DIP_FACTOR = 2.0         # "ends below π_hub" needs the first-order dip at the end state ≥ this × FOCUS_MARGIN
 SEPARATION = 0.25        # a θ_c¹ plateau needs the attention mode slower than condensation: 2|g| ≤ this × σ0
 SETTLED_FRACTION = 0.01  # the second cycle has run its course: the loss fell by ≤ 1 % of its drop since the escape
                          # over the last 10 % of the run (a plateau: the bigram optimum or an intermediate one)
@@ -73,7 +92,7 @@ def drive(loss: model.PopulationLoss, d_model: int, hub: int) -> dict[str, Any]:
 
 
 def main_stats(run: runs.FlowRun, chain: MarkovChain, v: np.ndarray, g: float, t_end: float,
-               symmetric_family: bool) -> dict[str, Any]:
+               symmetric_family: bool, score_scale: float = 1.0) -> dict[str, Any]:
     """Focus, redistribution and dilution on the main run (claims B7, B14): times, amplitudes,
     attention of the rare queries to the hub, the end point. Times that the run does not reach
     (no early focus with κ = 0.01 within the horizon) give nan and ``early_reached`` False."""
@@ -108,7 +127,9 @@ def main_stats(run: runs.FlowRun, chain: MarkovChain, v: np.ndarray, g: float, t
                cos_pi_hub=float(pi[hub] / np.linalg.norm(pi)),
                end_flat=float(abs(q["loss"][run.at(0.9 * t[-1])] - q["loss"][-1])
                               / max(chain.unigram_entropy() - q["loss"][-1], 1e-300)),
-               sigma2_end=float(q["sigma2"][-1]))
+               sigma2_end=float(q["sigma2"][-1]),
+               # first-order end value of the mean rare query's attention to the hub minus π_hub (module docstring)
+               dip_pred=float(score_scale * kappa[-1] * amp[-1, low].mean() * pi[hub] * (amp[-1, hub] - pi @ amp[-1])))
     if symmetric_family:     # the trap's preconditions, from the end state before any fit: stability and arrival
         H, _ = model.hessian(run.loss_fn, {n: s[-1] for n, s in run.result.states().items()})
         out["lambda_min_end"] = float(np.linalg.eigvalsh(H)[0])
@@ -149,6 +170,19 @@ def cycle_stats(run_c: runs.FlowRun, chain_cycle: MarkovChain, t_onset: float) -
                                             / max(L_esc - qc["loss"][-1], 1e-300)))
     out["cycle_settled"] = bool(escaped and out["cycle_settled_frac"] <= SETTLED_FRACTION)
     return out
+
+
+def escape_start(run_c: runs.FlowRun, t_onset: float) -> dict[str, Any]:
+    """Where the second cycle starts: the first escape stage of the stage detector ending after ``t_onset``
+    (the main run's onset of focus), the stage just before it, and whether that is a plateau after the
+    first focus (the flow rested on θ_c²(δ) before σ₂(W0) grew)."""
+    st = stages.detect_run(run_c)
+    for i, s in enumerate(st.stages):
+        if s.name == "escape" and s.end > t_onset:
+            before = st.stages[i - 1].name if i else "none"
+            focused = any(p.name == "focus" for p in st.stages[:i])
+            return dict(t_esc_start=s.start, pre_escape=before, esc_from_plateau=bool(before == "plateau" and focused))
+    return dict(t_esc_start=NAN, pre_escape="no escape detected", esc_from_plateau=False)
 
 
 @dataclass
@@ -204,6 +238,7 @@ class DilutionReport(PageReport):
     cos_pi_hub: float
     end_flat: float
     sigma2_end: float
+    dip_pred: float
     lambda_min_end: float
     L_c2_closed: float
     fit_err: float
@@ -227,6 +262,9 @@ class DilutionReport(PageReport):
     ent_final: float
     L_at_esc: float
     cycle_settled_frac: float
+    t_esc_start: float
+    pre_escape: str
+    esc_from_plateau: bool
     # the spec's Euler values cited in the prose
     euler_kappa: float = EULER_T3000["kappa"]
     euler_A00: float = EULER_T3000["A00"]
@@ -291,6 +329,9 @@ class DilutionReport(PageReport):
         return claims.domain(*self._focus_on_hub(),
                              ("escape from θ_c² within horizon_cycle (σ₂(W0) > 0.1)", self.escaped,
                               f"t_esc = {self.t_esc:.0f}"),
+                             ("the second cycle starts from θ_c²(δ): the stage detector puts a plateau after the first "
+                              "focus right before the escape", self.esc_from_plateau,
+                              f"before the escape (t = {self.t_esc_start:.0f}): {self.pre_escape}"),
                              ("second cycle ran its course: the loss on a plateau at the horizon (fall over the last 10 % "
                               f"of the run ≤ {SETTLED_FRACTION:g} × its fall since the escape)",
                               self.cycle_settled, f"ratio {self.cycle_settled_frac:.3g}"))
@@ -332,7 +373,10 @@ class DilutionReport(PageReport):
         claims.check("B7", self.A_low_hub_end - self.pi_hub, predicate=lambda x: x < -FOCUS_MARGIN,
                      tolerance=f"< −{FOCUS_MARGIN:g}",
                      domain=dom_end & claims.domain(("the rare amplitudes change sign (a_low < 0 at the end): "
-                                                     "c κ a_j a_0 < 0", self.a_low_end < 0, f"a_low = {self.a_low_end:.3g}")),
+                                                     "c κ a_j a_0 < 0", self.a_low_end < 0, f"a_low = {self.a_low_end:.3g}"),
+                                                    (f"by enough: first-order dip cκπ_hub ā_low(a_hub − πᵀa) ≤ −{DIP_FACTOR:g} × "
+                                                     f"{FOCUS_MARGIN:g}", bool(self.dip_pred <= -DIP_FACTOR * FOCUS_MARGIN),
+                                                     f"dip {self.dip_pred:.2g}")),
                      what="dilution: final rare-query attention to the hub minus π_hub", source="paper")
         claims.check("B14", self.grad_end, 0.0, atol=1e-6, domain=self.domain_trap(),
                      what="‖∇L‖ at the end of the main run (a critical point)")
@@ -450,11 +494,11 @@ def measure(cfg) -> DilutionReport:
     run = runs.population_flow(chain, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
                                score_scale=cfg.score_scale,
                                t_eval=runs.time_grid(t_end, 300.0, 1.0, max(1.0, t_end / 2500)))
-    st = main_stats(run, chain, dv["v"], g, t_end, symmetric_family)
+    st = main_stats(run, chain, dv["v"], g, t_end, symmetric_family, cfg.score_scale)
     chain_cycle = hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, cfg.delta_cycle) if is_hub else chain
     run_c = runs.population_flow(chain_cycle, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
                                  score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.horizon_cycle, 300.0, 1.0, 10.0))
-    cyc = cycle_stats(run_c, chain_cycle, st["t_onset"])
+    cyc = cycle_stats(run_c, chain_cycle, st["t_onset"]) | escape_start(run_c, st["t_onset"])
     return DilutionReport(chain_name=chain.name, g=g, sigma0=closed_forms.sigma0(chain), symmetric_family=symmetric_family, hub_family=is_hub,
                           reference=is_reference(cfg), reference_chain=is_reference(cfg, model=False),
                           n_nonzero_deg=n_nonzero_deg, symbolic_s=symbolic_s,
