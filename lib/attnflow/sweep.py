@@ -6,17 +6,24 @@ with batched matmuls; the sum of the P losses has the per-model gradients (the m
 parameter), so one backward pass serves every model. The optimizer is written out by hand
 because each model has its *own* learning rates — η_QK = r·η_OV differs from model to model,
 which torch's optimizers (one rate per parameter group) cannot express without one group per
-model. The update rules are torch's, step for step:
+model. The update rules are torch's, bit for bit (the elementwise operations of torch.optim's
+single-tensor step, its CPU path, see :func:`_update`):
 
-- ``"gd"``: θ ← θ − η ∇L (full batch; the Euler discretisation of the gradient flow);
+- ``"gd"``: θ ← θ − η ∇L (full batch; the Euler discretisation of the gradient flow), torch.optim.SGD
+  without momentum;
 - ``"sgd"``: torch.optim.SGD (momentum μ, dampening 0, coupled weight decay), minibatches;
 - ``"adam"``: torch.optim.Adam (bias-corrected moments, weight decay added to the gradient);
 - ``"adamw"``: torch.optim.AdamW (bias-corrected moments, decoupled weight decay).
 
-The optimizer names are ``attnflow.train.OPTIMIZERS``, one tuple for both training loops.
+Each model slice gets the bits torch's optimizer gives that model alone with its rate as a Python
+float, provided ``Stacked.lr`` holds the rates in float64 (Adam's step size lr/(1 − β1^t) and
+AdamW's factor 1 − lr·λ are computed in double from it; a float32 rate is the rate rounded, and
+only these two then differ, by an ulp of the step size at some steps). GD and SGD use the rate
+rounded to the parameters' dtype, as torch does, so their rates may be given in either.
+``tests/test_sweep.py`` checks the bit equality slice by slice against torch.optim, and that a
+stacked model equals the same model trained alone.
 
-``tests/test_sweep.py`` checks that the batched run equals a Python loop of
-``attnflow.train.train`` (torch's optimizers) model by model.
+The optimizer names are ``attnflow.train.OPTIMIZERS``.
 
 **Matched training loss** (spec §7.1: compare "at a similar training loss"): with
 ``target_loss`` each model is frozen at the first evaluated step where its full training loss is
@@ -54,7 +61,7 @@ class Stacked:
 
     value: torch.Tensor      # (P_g, ...) the parameter of each model of the group
     models: torch.Tensor     # (P_g,) long: index of each slice's model in 0..P−1
-    lr: torch.Tensor         # (P_g,) learning rate of each slice (η_QK or η_OV of its model)
+    lr: torch.Tensor         # (P_g,) learning rate of each slice (η_QK or η_OV of its model); float64 for torch's Adam bits
 
 
 @dataclass
@@ -161,11 +168,12 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     names = list(tensors)
     params = {n: tensors[n].value.detach().clone().requires_grad_(True) for n in names}
     slots = {n: tensors[n].models for n in names}
-    lrs = {n: tensors[n].lr.to(params[n].dtype) for n in names}
+    rates = {n: tensors[n].lr.to(torch.float64) for n in names}       # (P_g,) as given (float64 keeps torch's bits)
+    lrs = {n: rates[n].to(params[n].dtype) for n in names}
     device = params[names[0]].device
     bufs = {n: torch.zeros_like(params[n]) for n in names}            # momentum / first moment
     sq = {n: torch.zeros_like(params[n]) for n in names}              # AdamW second moment
-    count = {n: torch.zeros(len(slots[n]), dtype=params[n].dtype, device=device) for n in names}
+    count = {n: torch.zeros(len(slots[n]), dtype=torch.float64, device=device) for n in names}   # updates taken
     active = torch.ones(n_models, dtype=torch.bool, device=device)
     stopped_at = np.full(n_models, -1)
     diverged = np.zeros(n_models, dtype=bool)
@@ -251,8 +259,8 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
             for n, g in zip(names, grads):
                 on = active[slots[n]]                                   # (P_g,) models still training
                 g = torch.zeros_like(params[n]) if g is None else torch.nan_to_num(g)
-                new_p, new_b, new_s = _update(optimizer, params[n], g, bufs[n], sq[n], count[n] + 1,
-                                              shape(n, lrs[n]), momentum, weight_decay, betas, eps, lambda v: shape(n, v))
+                new_p, new_b, new_s = _update(optimizer, params[n], g, bufs[n], sq[n], count[n], shape(n, lrs[n]),
+                                              rates[n], momentum, weight_decay, betas, eps, lambda v: shape(n, v))
                 m = shape(n, on)
                 params[n].copy_(torch.where(m, new_p, params[n]))
                 bufs[n] = torch.where(m, new_b, bufs[n])
@@ -265,22 +273,37 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                     time.perf_counter() - t0, target_loss, labels, snaps, diverged_at)
 
 
-def _update(optimizer, p, g, buf, sq, step, lr, momentum, weight_decay, betas, eps, shape):
-    """One update of torch's GD / SGD / Adam / AdamW with a learning rate per model slice (lr: (P_g,1..))."""
+def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):
+    """One update of torch's GD / SGD / Adam / AdamW with a learning rate per model slice, in the
+    elementwise operations of torch.optim's single-tensor step (the CPU path), so that each slice
+    gets the bits torch would give it with its rate as a Python float.
+
+    ``lr``: (P_g, 1, ...) the rates in the parameters' dtype; ``lr64``: (P_g,) the rates in float64
+    (Adam's step size lr / (1 − β1^t) and AdamW's factor 1 − lr·λ are computed in double, as torch
+    computes them from a Python float, then rounded once to the parameters' dtype); ``taken``:
+    (P_g,) float64, the updates each slice has taken. torch's ``add_(x, alpha=−lr)`` is a fused
+    multiply-add in its vectorized loop, so the per-slice form is ``addcmul(p, x, lr, value=−1)``
+    (the same single rounding of p − lr·x), not ``p − lr * x`` (two roundings)."""
     if optimizer == "gd":
-        return p - lr * g, buf, sq
+        return torch.addcmul(p, g, lr, value=-1), buf, sq
     if optimizer == "sgd":
-        d_p = g + weight_decay * p if weight_decay else g
-        buf = momentum * buf + d_p if momentum else d_p
-        return p - lr * buf, buf, sq
+        d_p = g.add(p, alpha=weight_decay) if weight_decay else g
+        if momentum:                                                    # torch: buf = clone(d_p) at the first step
+            buf = torch.where(shape(taken == 0), d_p, buf.mul(momentum).add_(d_p))
+        else:
+            buf = d_p
+        return torch.addcmul(p, buf, lr, value=-1), buf, sq
     beta1, beta2 = betas
-    if optimizer == "adam":
-        g = g + weight_decay * p if weight_decay else g                 # torch.optim.Adam: coupled decay
-    else:
-        p = p * (1 - lr * weight_decay)                                 # AdamW: decoupled decay
-    buf = buf + (1 - beta1) * (g - buf)                                 # torch: exp_avg.lerp_(g, 1 − β1)
-    sq = beta2 * sq + (1 - beta2) * g * g
-    step = shape(step)
-    bias1, bias2 = 1 - beta1 ** step, 1 - beta2 ** step
-    denom = sq.sqrt() / bias2.sqrt() + eps
-    return p - (lr / bias1) * buf / denom, buf, sq
+    if weight_decay:
+        if optimizer == "adam":
+            g = g.add(p, alpha=weight_decay)                            # torch.optim.Adam: coupled decay
+        else:                                                           # AdamW: p.mul_(1 − lr·λ), the factor in double
+            p = p * shape((1 - lr64 * weight_decay).to(p.dtype))
+    buf = buf.lerp(g, 1 - beta1)
+    sq = sq.mul(beta2).addcmul_(g, g, value=1 - beta2)
+    t = (taken + 1).tolist()                                            # torch: step_t.item(), Python-float powers
+    bias1 = torch.tensor([1 - beta1 ** k for k in t], dtype=torch.float64, device=lr64.device)
+    bias2_sqrt = torch.tensor([(1 - beta2 ** k) ** 0.5 for k in t], dtype=p.dtype, device=p.device)
+    step_size = shape((-(lr64 / bias1)).to(p.dtype))                    # torch: value=−step_size of addcdiv_
+    denom = (sq.sqrt() / shape(bias2_sqrt)).add_(eps)
+    return p + (step_size * buf) / denom, buf, sq                       # addcdiv_: p + (value·exp_avg) / denom

@@ -201,7 +201,8 @@ def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequ
     circuit = groups(cfg.shapes())
     tensors = {n: sweep.Stacked(torch.cat([inits[s][n] for _, s in specs]).to(dev),
                                 torch.arange(len(specs), device=dev),
-                                torch.tensor([lr * (r if circuit[n] == "qk" else 1.0) for r, _ in specs], device=dev))
+                                torch.tensor([lr * (r if circuit[n] == "qk" else 1.0) for r, _ in specs],
+                                             dtype=torch.float64, device=dev))   # float64: torch's Adam bits (sweep)
                for n in cfg.shapes()}
     data = train.to(dev)
     n = len(data)
