@@ -116,6 +116,37 @@ def test_cycle_claims_outside_when_the_flow_does_not_complete_the_cycle(ledger):
     assert [r["verdict"] for r in ledger()][1:] == ["outside"] * (len(ledger()) - 1)
 
 
+NO_STAGES = dict(has_cycle=False, letters="C P", sign_frac=math.nan, hub_before=math.nan, hub_after=math.nan, gainer=-1,
+                 da_hub=math.nan, da_low_max=math.nan, peak=math.nan, after=math.nan, s2_growth=math.nan, n_cycle2=0,
+                 L_c2=math.nan)
+
+
+@pytest.mark.parametrize("train_ok", [True, False])
+def test_cycle_seeds_without_the_stages_are_outside_not_a_crash(ledger, train_ok):
+    """No seed reaches plateau 1 and dilution 1: the filtered flags of B6 (gainer) and B7 (mass
+    redistribution) are empty; those claims are recorded outside (no statistic computed), never raise."""
+    _cycle_report([_measures(**NO_STAGES)] * 3, train_ok=train_ok).check_claims()
+    recs = ledger()
+    staged = [r for r in recs if "θ_c¹ → end of dilution 1" in r["what"] or "from θ_c¹ to the end" in r["what"]]
+    assert [r["id"] for r in staged] == ["B6", "B7"]
+    for r in staged:
+        assert r["verdict"] == "outside" and r["measured"] is None
+        assert "plateau 1 and dilution 1 detected in at least 3 seeds fails (0 of 3)" in r["reason"]
+    # the statistics over all seeds are still measured: no seed has the cycle (B1) or a cycle 2 (B9), 0 of 3
+    measured = [(r["id"], r["verdict"]) for r in recs if r["measured"] is not None]
+    assert measured == ([("B1", "pass"), ("B1", "fail"), ("B9", "fail")] if train_ok else [("B1", "pass")])
+    assert {r["verdict"] for r in recs if r["measured"] is None} == {"outside"}
+
+
+def test_cycle_fraction_with_no_flags_inside_its_domain_is_a_bug(ledger):
+    inside = claims.domain(("three seeds", True, "3"))
+    with pytest.raises(AssertionError, match="no per-seed values inside the domain"):
+        cycle.check_fraction("B6", [], domain=inside, what="share", criterion="c")
+    with pytest.raises(AssertionError, match="no per-seed values inside the domain"):
+        cycle.check_mean("B7", [], domain=inside, what="fall", above=0.01)
+    assert ledger() == []
+
+
 def test_cycle_far_plateau_fails(ledger):
     seeds = [_measures(L_c2=1.52), _measures(L_c2=1.521), _measures(L_c2=1.5205)]
     _cycle_report(seeds).check_claims()

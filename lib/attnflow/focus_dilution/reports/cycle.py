@@ -27,7 +27,8 @@ from attnflow.focus_dilution import closed_forms, pagesetup, stages, training
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.report import PageReport
 
-__all__ = ["CycleReport", "RunMeasures", "run_measures", "measure", "check_mean", "MAJORITY", "WILKS_FACTOR"]
+__all__ = ["CycleReport", "RunMeasures", "run_measures", "measure", "check_mean", "check_fraction", "MAJORITY",
+           "WILKS_FACTOR"]
 
 MAJORITY = 2 / 3        # a stage claim on training holds when at least this share of the seeds shows it
 WILKS_FACTOR = 3.0      # B14: the θ_c² level may differ from the flow's by this many times k/(2N)
@@ -36,14 +37,38 @@ LEFT = 0.005            # ... i.e. its loss lies this far below L(θ_c²) of the
 NAN = float("nan")
 
 
+def _assert_some(claim_id: str, values: list, domain: claims.Domain) -> None:
+    """Inside its domain a seed statistic has values by construction (the domain counts the seeds
+    it runs over); none there is a bug of the report, not an outcome."""
+    if not values:
+        raise AssertionError(f"claim {claim_id}: no per-seed values inside the domain ({domain.text}); the domain "
+                             "must require the seeds the statistic is computed over")
+
+
 def check_mean(claim_id: str, values, *, domain: claims.Domain, what: str, **kw) -> None:
-    """``claims.check_mean`` on ``values`` (the seeds where the measured stage exists); with none the
-    claim is recorded outside its ``domain``, which then must fail (it counts the seeds)."""
+    """``claims.check_mean`` on ``values`` (the seeds where the measured stage exists). Outside its
+    ``domain`` (which counts those seeds) the claim is recorded outside and no statistic is computed,
+    so ``values`` may be empty there; inside it they cannot be (asserted)."""
     values = [float(v) for v in values]
-    if values or domain:
-        claims.check_mean(claim_id, values, domain=domain, what=what, **kw)
-    else:
-        claims.outside(claim_id, what=what, domain=domain, source=kw.get("source", "reconstruction"))
+    if domain:
+        _assert_some(claim_id, values, domain)
+    claims.check_mean(claim_id, values, domain=domain, what=what, **kw)
+
+
+def check_fraction(claim_id: str, flags, *, domain: claims.Domain, what: str, criterion: str,
+                   source: str = "paper") -> None:
+    """The share of ``flags`` (one per seed that has the measured stage) checked against
+    :data:`MAJORITY`. Outside ``domain`` the claim is recorded outside before any statistic is
+    computed (the flags of a missing stage are an empty list); inside it they cannot be empty."""
+    if not domain:
+        claims.outside(claim_id, what=what, domain=domain, source=source)
+        return
+    flags = [bool(f) for f in flags]
+    _assert_some(claim_id, flags, domain)
+    fr = stats.fraction(flags)
+    claims.check(claim_id, fr.value, predicate=lambda v: v >= MAJORITY - 1e-12,
+                 tolerance=f"≥ {MAJORITY:.2f} of the seeds ({criterion}); {fr}", what=what, source=source,
+                 domain=domain)
 
 
 @dataclass
@@ -229,10 +254,7 @@ class CycleReport(PageReport):
             (f"{name} detected in at least {stats.MIN_SEEDS} seeds", n >= stats.MIN_SEEDS, f"{n} of {len(ok)}"))
 
     def _fraction(self, claim_id: str, flags, what: str, criterion: str, domain: claims.Domain, source="paper"):
-        fr = stats.fraction(flags)
-        claims.check(claim_id, fr.value, predicate=lambda v: v >= MAJORITY - 1e-12,
-                     tolerance=f"≥ {MAJORITY:.2f} of the seeds ({criterion}); {fr}", what=what, source=source,
-                     domain=domain)
+        check_fraction(claim_id, flags, domain=domain, what=what, criterion=criterion, source=source)
 
     def check_claims(self) -> None:
         order = " → ".join(stages.CYCLE_ORDER)
