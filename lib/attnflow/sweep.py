@@ -82,6 +82,7 @@ class SweepRun:
     labels: list[str] = field(default_factory=list)
     checkpoints: dict[float, dict] = field(default_factory=dict)   # level -> {"step": (P,), "params": {...}}
     diverged_at: np.ndarray | None = None    # (P,) step at which the loss became NaN/inf (−1: never)
+    records: dict[str, list] = field(default_factory=dict)   # key -> one value of ``record`` per recorded step
 
     @property
     def reached(self) -> np.ndarray:
@@ -107,11 +108,14 @@ def minibatches(n_samples: int, batch_size: int, seed: int) -> "Callable[[], tor
     return draw
 
 
-def _check(optimizer: str, steps: int, target_loss, on_diverge: str, tensors: Mapping[str, Stacked]) -> None:
+def _check(optimizer: str, steps: int, record_every: int, target_loss, on_diverge: str,
+           tensors: Mapping[str, Stacked]) -> None:
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"parameter 'optimizer': received {optimizer!r}; allowed: one of {', '.join(OPTIMIZERS)}")
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"parameter 'steps': received {steps!r}; allowed: an integer ≥ 0")
+    if not isinstance(record_every, int) or record_every < 1:
+        raise ValueError(f"parameter 'record_every': received {record_every!r}; allowed: an integer ≥ 1")
     if target_loss is not None and not (math.isfinite(target_loss) and target_loss > 0):
         raise ValueError(f"parameter 'target_loss': received {target_loss!r}; allowed: a finite number > 0 or None")
     if on_diverge not in ON_DIVERGE:
@@ -127,7 +131,8 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
           weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
           seed: int = 0, on_diverge: str = "raise", labels: Sequence[str] | None = None,
           checkpoints: Sequence[float] = (), step_limits: Sequence[int] | None = None, cpu_threads: int | None = 1,
-          strict_target: bool = False, desc: str = "sweep") -> SweepRun:
+          strict_target: bool = False, record: "Callable[[int, Mapping[str, torch.Tensor]], Mapping] | None" = None,
+          desc: str = "sweep") -> SweepRun:
     """Train P = ``n_models`` stacked models together for at most ``steps`` optimizer steps.
 
     ``batch_size=None`` is full-batch (the loss that is descended is the training loss, checked
@@ -140,7 +145,11 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
     from one run). ``strict_target``: freeze where the loss is strictly below ``target_loss`` (the
     stop rule ``loss < target`` of a single-model loop) instead of ≤. ``step_limits`` (P,): a
     model still above the target at its own limit is frozen there, unreached (e.g. a budget in gradient-flow time η·steps for models with
-    different η; checked at evaluated steps). ``cpu_threads``: torch intra-op threads during the run on CPU (None: leave as is). The
+    different η; checked at evaluated steps). ``record(step, params) -> {key: value}``: called
+    (without gradients) at each recorded step, after the objective's evaluation there and before
+    that step's update, with the stacked parameters; its values are kept in ``SweepRun.records``,
+    one per entry of ``SweepRun.steps`` (an objective may keep what it computed for the hook to
+    read, as the focus–dilution runs keep their attention). ``cpu_threads``: torch intra-op threads during the run on CPU (None: leave as is). The
     batched ops are small (milliseconds); on a shared 2-core machine two threads measured ~6×
     *slower* than one (spin-waiting under contention), so the default is 1.
     """
@@ -149,13 +158,13 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
                       batch_size=batch_size, n_samples=n_samples, eval_every=eval_every, record_every=record_every,
                       momentum=momentum, weight_decay=weight_decay, betas=betas, eps=eps, seed=seed,
                       on_diverge=on_diverge, labels=labels, checkpoints=checkpoints, step_limits=step_limits,
-                      strict_target=strict_target, desc=desc)
+                      strict_target=strict_target, record=record, desc=desc)
 
 
 def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch_size, n_samples, eval_every,
            record_every, momentum, weight_decay, betas, eps, seed, on_diverge, labels, checkpoints,
-           step_limits, strict_target, desc) -> SweepRun:
-    _check(optimizer, steps, target_loss, on_diverge, tensors)
+           step_limits, strict_target, record, desc) -> SweepRun:
+    _check(optimizer, steps, record_every, target_loss, on_diverge, tensors)
     if any(not (math.isfinite(c) and c > 0) or (target_loss is not None and c < target_loss) for c in checkpoints):
         raise ValueError(f"parameter 'checkpoints': received {list(checkpoints)}; allowed: finite levels ≥ target_loss")
     labels = list(labels) if labels is not None else [f"model {i}" for i in range(n_models)]
@@ -180,7 +189,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     diverged_at = np.full(n_models, -1)
     loss_final = np.full(n_models, np.nan)
     stats_final: dict[str, np.ndarray] = {}
-    rec_steps, rec_loss, rec_stats = [], [], {}
+    rec_steps, rec_loss, rec_stats, rec_hook = [], [], {}, {}
     snaps = {float(c): {"step": np.full(n_models, -1), "params": {n: p.detach().clone() for n, p in params.items()}}
              for c in checkpoints}
     t0, steps_run = time.perf_counter(), 0
@@ -236,6 +245,10 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                 rec_loss.append(np.where(now, value, np.nan))
                 for k, v in stats_np.items():
                     rec_stats.setdefault(k, []).append(np.where(now, v, np.nan))
+                if record is not None:
+                    with torch.no_grad():
+                        for k, v in record(step, params).items():
+                            rec_hook.setdefault(k, []).append(v)
             keep = torch.from_numpy(now[on_np] & ~newly[on_np] & ~at_limit[on_np]).to(device)  # (P_a,)
             active[idx[~keep]] = False
             if batch_size is None:
@@ -270,7 +283,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     stats = {k: np.asarray(v) for k, v in rec_stats.items()}
     return SweepRun(np.asarray(rec_steps), np.asarray(rec_loss), stats, stopped_at, diverged, loss_final,
                     stats_final, {n: p.detach() for n, p in params.items()}, steps_run,
-                    time.perf_counter() - t0, target_loss, labels, snaps, diverged_at)
+                    time.perf_counter() - t0, target_loss, labels, snaps, diverged_at, rec_hook)
 
 
 def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):

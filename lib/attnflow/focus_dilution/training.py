@@ -3,10 +3,11 @@
 **Data** (``attnflow.focus_dilution.samples``, re-exported here): ``MarkovSequences`` /
 ``MarkovContexts`` of N sampled sequences, and the :class:`Examples` rows they reduce to.
 
-**Training.** R runs of equal (d, m) are stacked on a leading axis and trained together by
-``attnflow.train.train``: the summed loss has per-run gradients, so GD (θ ← θ − η∇L) and Adam
-(elementwise) update each run exactly as if it were alone. For GD, t = η·step is the flow time
-(Euler step η). Training runs in float32 on ``device="auto"``; pass float64 where a run is
+**Training.** R runs of equal (d, m) are stacked on a leading axis and trained together by the
+batched engine ``attnflow.sweep.train`` (one ``Stacked`` tensor per parameter, one learning rate
+for every run): the summed loss has per-run gradients, and the engine's GD (θ ← θ − η∇L) and Adam
+are torch.optim's updates bit for bit, so each run is updated exactly as if it were alone. For
+GD, t = η·step is the flow time (Euler step η). Training runs in float32 on ``device="auto"``; pass float64 where a run is
 compared with the float64 population flow.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 
 from attnflow import device as devices
-from attnflow import train
+from attnflow import sweep
 from attnflow.focus_dilution import measure
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss, init_params, param_shapes
@@ -145,35 +146,35 @@ def train_runs(specs: list[RunSpec], *, optimizer: str = "gd", lr: float = 1.0, 
     for r, (init, m) in enumerate(zip(inits, widths)):
         theta["W0"][r, :, :m], theta["W1"][r, :m, :] = init["W0"], init["W1"]           # (d, m), (m, d)
         theta["WQ"][r, :m, :m], theta["WK"][r, :m, :m] = init["WQ"], init["WK"]         # (m, m)
-    for v in theta.values():
-        v.requires_grad_(True)
     run_index = torch.arange(len(specs), device=torch_device)
     hubs = torch.tensor([spec.chain.hub for spec in specs], device=torch_device)  # (R,) most frequent token of each chain
     is_low_query = 1.0 - batch["query"][run_index, hubs]              # (R, B)
     tiny = torch.finfo(torch_dtype).tiny
     latest: dict[str, torch.Tensor] = {}
 
-    def loss_fn(step: int) -> torch.Tensor:
-        A, log_P = forward(theta, batch, score_scale)
+    def objective(params, _sample, models):                           # full batch: one forward per step
+        A, log_P = forward(params, batch, score_scale)
         per_run = -(batch["weights"] * log_P).sum((1, 2))             # (R,)
-        latest.update(A=A.detach(), per_run=per_run.detach())
-        return per_run.sum()
+        latest["A"] = A.detach()
+        return per_run[models], {}
 
-    def record(step: int) -> dict:
+    def record(_step: int, params) -> dict:
         mass = batch["weights"].sum(1)                                 # (R, B) example frequency
         hub_A = latest["A"][run_index, hubs]                           # (R, B) attention on the hub
         low = mass * is_low_query
-        return {"theta": {n: theta[n].detach().to("cpu", torch.float64).clone() for n in PARAM_NAMES},
-                "train_loss": latest["per_run"].to("cpu", torch.float64).numpy(),
+        return {"theta": {n: params[n].detach().to("cpu", torch.float64).clone() for n in PARAM_NAMES},
                 "hub": (mass * hub_A).sum(1).to("cpu", torch.float64).numpy(),
                 "low_hub": ((low * hub_A).sum(1) / low.sum(1).clamp_min(tiny)).to("cpu", torch.float64).numpy()}
 
     start = time.perf_counter()
-    trajectory = train.train(loss_fn, {"theta": (list(theta.values()), lr)}, optimizer=optimizer, steps=steps,
-                             record_every=record_every, record=record, desc=desc)
+    rates = torch.full((len(specs),), float(lr), dtype=torch.float64, device=torch_device)
+    tensors = {n: sweep.Stacked(v, run_index, rates) for n, v in theta.items()}
+    trained = sweep.train(objective, tensors, len(specs), optimizer=optimizer, steps=steps, record_every=record_every,
+                          record=record, labels=[spec.label or f"run {r}" for r, spec in enumerate(specs)],
+                          cpu_threads=None, desc=desc)
     wall = time.perf_counter() - start
-    snapshots = trajectory.records["theta"]
-    step = np.asarray(trajectory.steps)
+    snapshots = trained.records["theta"]
+    step = np.asarray(trained.steps)
     runs = []
     for r, spec in enumerate(specs):
         m = widths[r]
@@ -184,9 +185,9 @@ def train_runs(specs: list[RunSpec], *, optimizer: str = "gd", lr: float = 1.0, 
         loss = PopulationLoss(spec.chain, score_scale)
         runs.append(TrainRun(
             t=lr * step.astype(float), quantities=measure.quantities(states, loss), wall_s=wall, step=step,
-            train_loss=np.array([v[r] for v in trajectory.records["train_loss"]]),
-            data_hub_attention=np.array([v[r] for v in trajectory.records["hub"]]),
-            data_low_hub_attention=np.array([v[r] for v in trajectory.records["low_hub"]]),
+            train_loss=trained.loss[:, r].copy(),
+            data_hub_attention=np.array([v[r] for v in trained.records["hub"]]),
+            data_low_hub_attention=np.array([v[r] for v in trained.records["low_hub"]]),
             states=states, chain=spec.chain, label=spec.label,
             settings=dict(optimizer=optimizer, lr=lr, steps=steps, init_scale=init_scale, d_model=d_model, seed=seed,
                           score_scale=score_scale, device=str(torch_device), dtype=dtype, rows=spec.examples.rows,
