@@ -216,9 +216,10 @@ class DiscreteRun:
 
 def gd_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, step: float,
                    t_max: float, a0: float = 0.1, b0: float = 0.1) -> DiscreteRun:
-    """Discrete GD of the torch model from the manifold (``attnflow.train``, lr = h·η per circuit);
-    the drift of the Theorem 3 invariant measures the discretization error (claim A3)."""
-    from attnflow import train
+    """Discrete GD of the torch model from the manifold (the batched engine ``attnflow.sweep.train``
+    with one model, lr = h·η per circuit: torch's GD bit for bit); the drift of the Theorem 3
+    invariant measures the discretization error (claim A3)."""
+    from attnflow import sweep
     from attnflow.sharpening.data import population
     from attnflow.sharpening.model import ModelConfig
     from attnflow.sharpening.reduced import ReducedSystem
@@ -227,20 +228,27 @@ def gd_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: flo
     if n_steps < 1:
         raise ParameterError(f"parameter 'step': {step} is longer than the horizon t_max={t_max}")
     model = init_on_manifold(SelfAttention(ModelConfig(parametrization, task.vocab_size, task.n_classes)), task, a0, b0)
-    batch = population(task)
+    loss = model.functional_loss(population(task))
+    one = torch.zeros(1, dtype=torch.long)
+    tensors = {n: sweep.Stacked(p.detach()[None], one,
+                                torch.tensor([step * (lr_qk if n in model.qk_names else lr_ov)], dtype=torch.float64))
+               for n, p in model.named_parameters()}                           # one model: (1, ...) each
 
-    def record(_step: int) -> dict:
-        a, b, _ = coordinates(model, task)
+    def objective(params, _sample, _models):
+        return loss({n: v[0] for n, v in params.items()}).reshape(1), {}
+
+    def record(_step: int, params) -> dict:
+        a, b, _ = coordinates(model, task, {n: v[0] for n, v in params.items()})
         return {"a": float(a), "b": float(b)}
 
-    traj = train.train(lambda _k: model.loss(batch), model.groups(step * lr_qk, step * lr_ov), steps=n_steps,
-                       record=record, desc=f"GD {parametrization} h={step:g}")
+    run = sweep.train(objective, tensors, 1, optimizer="gd", steps=n_steps, record_every=1, record=record,
+                      labels=[parametrization], cpu_threads=None, desc=f"GD {parametrization} h={step:g}")
     const = constants(task)
     qk, ov = reduced_rates(parametrization, const, lr_qk, lr_ov)
     system = ReducedSystem(parametrization, qk / ov, const.n_compete, const.n_classes, lr_ov=ov)
-    a, b = traj.array("a"), traj.array("b")
+    a, b = np.asarray(run.records["a"]), np.asarray(run.records["b"])
     inv = system.invariant(a, b)
-    return DiscreteRun(parametrization, step, traj.array("step") * step, a, b, inv, float(np.abs(inv - inv[0]).max()))
+    return DiscreteRun(parametrization, step, run.steps * step, a, b, inv, float(np.abs(inv - inv[0]).max()))
 
 
 def curvature_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, a: float,
