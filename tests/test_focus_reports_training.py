@@ -147,6 +147,24 @@ def test_cycle_fraction_with_no_flags_inside_its_domain_is_a_bug(ledger):
     assert ledger() == []
 
 
+def _stage_list(names):
+    return stages.Stages([stages.Stage(n, i, i + 1, 1, 1.0) for i, n in enumerate(names)], [])
+
+
+@pytest.mark.parametrize("continued, verdict", [(stages.CYCLE_ORDER, "pass"), (stages.CYCLE_ORDER[:-1], "fail")])
+def test_cycle_flow_b1_on_the_continued_flow(ledger, continued, verdict):
+    """The cycle unfinished at the horizon (no dilution 2): B1 on the flow is measured on the flow
+    continued to FLOW_CAP × the horizon, and fails when the cycle is unfinished there too."""
+    rep = _cycle_report([_measures()] * 3)
+    rep.stages_flow = _stage_list(stages.CYCLE_ORDER[:-1])
+    rep.stages_continued, rep.flow_cycle_t = _stage_list(continued), cycle.FLOW_CAP * rep.horizon
+    rep.check_claims()
+    flow = ledger()[0]
+    assert flow["id"] == "B1" and flow["verdict"] == verdict and flow["measured"] == list(continued)
+    assert f"continued to t = {cycle.FLOW_CAP * rep.horizon:g}" in flow["what"] and "by t = 40" in flow["tolerance"]
+    assert rep.stage_rows()[-1]["run"] == f"flow continued to t = {cycle.FLOW_CAP * rep.horizon:g} (B1)"
+
+
 def test_cycle_far_plateau_fails(ledger):
     seeds = [_measures(L_c2=1.52), _measures(L_c2=1.521), _measures(L_c2=1.5205)]
     _cycle_report(seeds).check_claims()
