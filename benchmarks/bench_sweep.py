@@ -9,7 +9,7 @@ stop). Three ways to train them:
 
 - **batched**: ``sharpening.experiments.run`` — all 48 models in one stacked computation;
 - **loop (SelfAttention)**: the ordinary way — for each model, the theory chapter's
-  ``SelfAttention`` with ``attnflow.train.train`` (torch's SGD optimizer, two parameter groups);
+  ``SelfAttention`` with torch's SGD optimizer (``attnflow.train.make_optimizer``, two parameter groups);
 - **loop (stacked code, P = 1)**: the batched code called once per model, which separates the
   gain of batching from the gain of the token-coordinate forward.
 
@@ -63,8 +63,11 @@ def phase_loop(args) -> dict:
         model = SelfAttention(cfg).init_gaussian(spec.init_scale / cfg.d ** 0.5,
                                                  seeding.generator(spec.seed + experiments.INIT_SEED_OFFSET)).to(dev)
         t0 = time.perf_counter()
-        train.train(lambda step: model.loss(batch), model.groups(spec.lr_qk, spec.lr_ov), optimizer="gd",
-                    steps=args.steps, record_every=args.steps)
+        opt = train.make_optimizer(model.groups(spec.lr_qk, spec.lr_ov), "gd")
+        for _ in range(args.steps):
+            opt.zero_grad(set_to_none=True)
+            model.loss(batch).backward()
+            opt.step()
         if dev.type == "cuda":
             torch.cuda.synchronize()
         seconds += time.perf_counter() - t0

@@ -102,14 +102,16 @@ def test_finite_sample_loss_converges_to_the_population_loss(chain):
 
 # ------------------------------------------------------------------------------------- training
 def test_gd_on_population_rows_is_gd_on_the_population_loss(chain):
-    """Parity with ``PopulationLoss`` trained by attnflow.train: the same Euler steps."""
-    from attnflow import train
-
+    """Parity with ``PopulationLoss`` trained by torch's SGD: the same Euler steps."""
     run = training.train_runs([training.RunSpec(chain, training.population_examples(chain))], lr=2.0, steps=60,
                               record_every=60, dtype="float64", device="cpu", init_scale=0.05)[0]
     theta = {k: v.clone().requires_grad_(True) for k, v in init_params(chain.d, 8, 0.05, 1).items()}
     loss = model.PopulationLoss(chain)
-    train.train(lambda step: loss(theta), {"all": (list(theta.values()), 2.0)}, steps=60)
+    opt = torch.optim.SGD(list(theta.values()), lr=2.0)
+    for _ in range(60):
+        opt.zero_grad()
+        loss(theta).backward()
+        opt.step()
     for name in theta:
         assert torch.allclose(run.states[name][-1], theta[name].detach(), rtol=1e-10, atol=1e-13), name
     assert run.t[-1] == 120.0 and run.quantities["loss"][-1] == pytest.approx(float(loss(theta).detach()), rel=1e-12)

@@ -1,5 +1,5 @@
 """The sampled GD runs of Corollary 5 (``mechanism.sampled_runs``, batched by ``attnflow.sweep``)
-equal the one-model loop they replaced (SelfAttention + ``attnflow.train.train``, torch's SGD),
+equal the one-model loop they replaced (SelfAttention + torch's SGD, ``train.make_optimizer``),
 run by run: the same status, the same stopping step, and p, accuracy and loss equal to float32
 round-off."""
 import math
@@ -36,24 +36,33 @@ def looped(parametrization, r, seed, *, n_samples=N, lr_ov, init_std=0.1, loss_t
     batch = sample(TASK, n_samples, seeding.generator(seed))
     model = SelfAttention(ModelConfig(parametrization, TASK.vocab_size, TASK.n_classes, dtype=devices.EXPERIMENT_DTYPE))
     model.init_gaussian(init_std / model.cfg.d ** 0.5, seeding.generator(seed + 1))
-    seen = []
-    try:
-        traj = train.train(lambda _k: model.loss(batch), model.groups(r * lr_ov, lr_ov), steps=max_steps,
-                           stop=lambda _k, loss: seen.append(loss) or loss < loss_target,
-                           record_every=max(1, max_steps // 200))
-    except train.TrainingDiverged:
-        return "diverged", None, math.nan, math.nan, math.nan, seen
-    if traj.stopped_at is None:
-        loss = np.asarray(traj.loss)
+    seen, recorded, stopped_at = [], [], None
+    opt, every = train.make_optimizer(model.groups(r * lr_ov, lr_ov)), max(1, max_steps // 200)
+    for step in range(max_steps + 1):
+        opt.zero_grad(set_to_none=True)
+        value = model.loss(batch)
+        if not math.isfinite(float(value.detach())):
+            return "diverged", None, math.nan, math.nan, math.nan, seen
+        seen.append(float(value.detach()))
+        if step % every == 0 or step == max_steps or seen[-1] < loss_target:
+            recorded.append(seen[-1])
+        if seen[-1] < loss_target:
+            stopped_at = step
+            break
+        if step < max_steps:
+            value.backward()
+            opt.step()
+    if stopped_at is None:
+        loss = np.asarray(recorded)
         status = "diverged" if loss[-1] > mechanism.UNSTABLE_RISE * loss.min() else "slow"
         return status, None, float(loss[-1]), math.nan, math.nan, seen
     with torch.no_grad():
         out = model(batch.tokens)
         p = float((out.attn * batch.relevant_mask).sum(-1).mean())
         acc = float((out.logits.argmax(-1) == batch.targets).float().mean())
-    loss = float(traj.loss[-1])
+    loss = recorded[-1]
     status = "overshot" if loss < (1 - mechanism.MATCH_RTOL) * loss_target else "reached"
-    return status, traj.stopped_at, loss, p, acc, seen
+    return status, stopped_at, loss, p, acc, seen
 
 
 RUNS = [(name, r, seed) for name in ("CACO", "CAFO", "FACO", "FAFO") for r in (1.0, 4.0) for seed in (0, 1)]

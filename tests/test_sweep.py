@@ -1,6 +1,6 @@
 """Batched training (attnflow.sweep + sharpening.experiments) equals training the same models
-one by one with the theory chapter's SelfAttention and torch's optimizers (attnflow.train); the
-update rules alone are torch.optim's bit for bit."""
+one by one with the theory chapter's SelfAttention and torch's optimizers (attnflow.train's
+make_optimizer); the update rules alone are torch.optim's bit for bit."""
 import numpy as np
 import pytest
 import torch
@@ -23,7 +23,9 @@ SPECS = experiments.grid(["CACO", "CAFO", "FACO", "FAFO"], lr_ratios=(1.0, 4.0),
 
 def looped(spec, *, optimizer="gd", steps=25, target_loss=None, batch_size=None, momentum=0.0,
            weight_decay=0.0, attend_self=False):
-    """One model the ordinary way: SelfAttention + attnflow.train (torch optimizers)."""
+    """One model the ordinary way: SelfAttention + torch's optimizer (one group per circuit), the
+    loss of step k evaluated before update k; with ``target_loss`` it stops at the first step whose
+    loss is ≤ the target. Returns the model and that step (None: not reached)."""
     cfg = ModelConfig(spec.parametrization, TASK.vocab_size, TASK.n_classes, attend_self=attend_self,
                       dtype=torch.float64)
     model = SelfAttention(cfg).init_gaussian(spec.init_scale / cfg.d ** 0.5,
@@ -38,10 +40,17 @@ def looped(spec, *, optimizer="gd", steps=25, target_loss=None, batch_size=None,
         return model.loss(data.Batch(batch.tokens[i], batch.targets[i], batch.relevant_mask[i],
                                      torch.full((len(i),), 1.0 / len(i), dtype=torch.float64)))
 
-    stop = (lambda step, value: value <= target_loss) if target_loss else None
-    traj = train.train(loss_fn, model.groups(spec.lr_qk, spec.lr_ov), optimizer=optimizer, steps=steps,
-                       stop=stop, momentum=momentum, weight_decay=weight_decay)
-    return model, traj
+    opt = train.make_optimizer(model.groups(spec.lr_qk, spec.lr_ov), optimizer, momentum=momentum,
+                               weight_decay=weight_decay)
+    for step in range(steps + 1):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(step)
+        if target_loss and float(loss.detach()) <= target_loss:
+            return model, step
+        if step < steps:
+            loss.backward()
+            opt.step()
+    return model, None
 
 
 def batched(specs=SPECS, **kw):
@@ -150,8 +159,8 @@ def test_each_model_stops_at_the_matched_training_loss():
     assert run.reached.all() and (run.loss_final <= target).all()
     assert len(set(run.stopped_at.tolist())) > 1          # models stop at different steps
     for i, spec in enumerate(SPECS):
-        model, traj = looped(spec, steps=200, target_loss=target)
-        assert traj.stopped_at == run.stopped_at[i], spec.label
+        model, stopped_at = looped(spec, steps=200, target_loss=target)
+        assert stopped_at == run.stopped_at[i], spec.label
         mine = exp.stack.model(i, run.params)
         for name, p in model.named_parameters():
             assert torch.allclose(dict(mine.named_parameters())[name], p, rtol=RTOL, atol=ATOL)
@@ -167,8 +176,8 @@ def test_checkpoints_keep_each_model_where_it_first_crosses_each_level():
     snap = exp.run.checkpoints[1.0]
     assert (snap["step"] >= 0).all() and (snap["step"] <= exp.run.stopped_at).all()
     for i, spec in enumerate(SPECS[:4]):
-        model, traj = looped(spec, steps=200, target_loss=1.0)      # the same model stopped at 1.0
-        assert traj.stopped_at == snap["step"][i], spec.label
+        model, stopped_at = looped(spec, steps=200, target_loss=1.0)      # the same model stopped at 1.0
+        assert stopped_at == snap["step"][i], spec.label
         mine = exp.stack.model(i, snap["params"])
         for name, p in model.named_parameters():
             assert torch.allclose(dict(mine.named_parameters())[name], p, rtol=RTOL, atol=ATOL)
@@ -220,7 +229,7 @@ def test_minibatch_stream_is_reproducible_and_covers_each_epoch():
 
 
 def test_one_optimizer_tuple_and_no_import_cycle():
-    """Both training loops accept the same optimizer names; the stack does not import the experiments."""
+    """The engine's optimizer names are attnflow.train's; the stack does not import the experiments."""
     import ast
     import inspect
 

@@ -124,7 +124,7 @@ exercises.check("slope_mine", slope_mine, expected=cfg.lr_ratios[-1], rtol=1e-5,
 # ## 3. Discrete gradient descent on the full model
 #
 # Gradient *descent* is the explicit Euler discretisation of the flow, so the invariant is no
-# longer exact. We train the torch model (`attnflow.train`, population loss, $K$ =
+# longer exact. We train the torch model (`attnflow.sweep.train`, population loss, $K$ =
 # {glue:text}`n_classes_used`, $M$ = {glue:text}`gd_n_common`, $n$ =
 # {glue:text}`n_compete_used`) from the manifold with steps $h$, $\theta\leftarrow\theta-h\,\eta\odot\nabla L$,
 # for model time $T$ = {glue:text}`gd_time_used`, read $(a,b)$ off the matrices at every step

@@ -1,4 +1,9 @@
-"""Batched training: many models trained at once as one computation (issue 5, spec §7.1).
+"""The one training engine: many models trained at once as one computation (issue 5, spec §7.1).
+
+Every training run of the book goes through :func:`train` (a single model is P = 1): the
+sharpening experiments, the mechanism runs, the real-data runs, the scalar reduction's GD and
+the focus–dilution training. ``attnflow.train`` keeps the optimizer names, the divergence error
+and ``make_optimizer``, the torch optimizer the tests train a lone model with to check the engine.
 
 A sweep over parametrization × learning-rate ratio r × seed is P independent models. Their
 parameters are stacked along a leading model axis and one ``objective`` evaluates all P losses
@@ -30,7 +35,7 @@ The optimizer names are ``attnflow.train.OPTIMIZERS``.
 ≤ the target (< with ``strict_target=True``); its step, its statistics at that step and its
 parameters are kept, and training goes on for the others until all are frozen or ``steps`` is
 reached. The loss of step k is evaluated at the parameters *before* update k, so a model frozen
-at step k has taken k updates (as ``attnflow.train.train`` with ``stop``).
+at step k has taken k updates (as a one-model loop with torch's optimizer that stops there).
 """
 from __future__ import annotations
 

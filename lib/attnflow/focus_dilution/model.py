@@ -2,7 +2,7 @@
 
 Spec focus_dilution.md §4.2–4.3 [reconstruction]. Parameters θ = (W0, WQ, WK, W1), a dict of
 tensors (the same dict for the population loss, for ``attnflow.flow.integrate`` and for
-discrete training with ``attnflow.train.train``):
+discrete training with ``attnflow.sweep.train``):
 
     W0 (d, m)  embedding, row k = h_k          WQ, WK (m, m)  query / key
     W1 (m, d)  output projection               c = score_scale (1 in the reference runs)

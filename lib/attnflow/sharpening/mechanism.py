@@ -135,7 +135,7 @@ def sampled_runs(runs: Sequence[tuple[str, float, int]], task: Task, *, n_sample
     Each model is independent: data from ``generator(seed)`` (the models of a seed share it),
     init from ``generator(seed + 1)``; the stack only batches the arithmetic. A model stops at
     the first step whose training loss, evaluated before that step's update, is < the target
-    (``strict_target``), as a single-model ``train.train`` loop with ``stop`` would
+    (``strict_target``), as a single-model loop with torch's SGD that stops there would
     (``tests/test_mechanism_batched.py`` checks the two agree). Returns a :class:`SampledRun` per
     run, in order, with the mean attention mass on the distinct (relevant) tokens and the
     training accuracy at that step, read from the model's ``SelfAttention`` forward. A run that
