@@ -24,7 +24,7 @@ from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
 from attnflow.report import PageReport
 
-__all__ = ["FiniteSampleReport", "RunSummary", "summarize", "measure", "required_stages", "follows", "MIN_N_PI",
+__all__ = ["FiniteSampleReport", "RunSummary", "summarize", "measure", "required_stages", "follows", "movements", "MIN_N_PI",
            "WILKS_FACTOR", "ONSET_DELAY"]
 
 MIN_N_PI = 20.0        # B4: Wilks' χ² limit needs N π_min ≥ this (≥ 20 expected targets of the rarest token)
@@ -70,9 +70,23 @@ def summarize(run, population, label: str, N: float, s: float, seed: int, t_drif
                       float(run.quantities["sigma2"][before_focus].max()))
 
 
+def movements(seq: str) -> str:
+    """A stage sequence (initials) without the plateaus after the first: as in the cycle page's
+    order (``stages.CYCLE_ORDER``) only θ_c¹ is a plateau stage; a later plateau is a pause between
+    two movements (e.g. at the top of a focus), detected or not as the loss pauses long enough."""
+    out, seen = [], False
+    for x in seq.split():
+        if x == "P" and seen:
+            continue
+        seen |= x == "P"
+        out.append(x)
+    return " ".join(out)
+
+
 def required_stages(detected: stages.Stages, horizon: float, delay: float = ONSET_DELAY) -> str:
-    """B1: the population stages (initials, in order) a trained run must show: every stage that
-    starts by ``horizon / (1 + delay)``, and at least those up to the first focus.
+    """B1: the population stages (initials, in order, as :func:`movements`) a trained run must
+    show: every stage that starts by ``horizon / (1 + delay)``, and at least those up to the
+    first focus.
 
     Finite samples perturb the plateau state (the empirical fit, the drift along the neutral
     directions, the noise that acts like an asymmetry: perturbations 1–3, spec Q7) and so the
@@ -84,14 +98,16 @@ def required_stages(detected: stages.Stages, horizon: float, delay: float = ONSE
     names = [sg.name for sg in detected.stages]
     upto = names.index("focus") + 1 if "focus" in names else 0
     early = sum(sg.start <= horizon / (1 + delay) for sg in detected.stages)
-    return stages.letters(names[:max(upto, early)])
+    return movements(stages.letters(names[:max(upto, early)]))
 
 
 def follows(run_seq: str, population_seq: str, required: str) -> bool:
-    """B1 for one run: it shows the ``required`` stages and agrees in order with the population
-    run wherever both have stages (it may end earlier, being late, or add stages after the
-    population's last, e.g. an escape opened by sampling noise: perturbation 3)."""
-    return run_seq.startswith(required) and (run_seq.startswith(population_seq) or population_seq.startswith(run_seq))
+    """B1 for one run: its movements (:func:`movements`) begin with the ``required`` stages and
+    agree in order with the population run's wherever both have stages (it may end earlier, being
+    late, or add stages after the population's last, e.g. an escape opened by sampling noise:
+    perturbation 3)."""
+    run, pop = movements(run_seq), movements(population_seq)
+    return run.startswith(required) and (run.startswith(pop) or pop.startswith(run))
 
 
 def _slope(x, y) -> float:
@@ -214,8 +230,9 @@ class FiniteSampleReport(PageReport):
         claims.check("B1", fr.value, predicate=lambda v: v >= MAJORITY - 1e-12,
                      tolerance=f"≥ {MAJORITY:.2f} of the seeds show {required} (the population stages through its "
                                f"first focus and those starting by T/{1 + ONSET_DELAY:g} = {horizon / (1 + ONSET_DELAY):g})"
-                               f" and agree in order with {pop_seq} as far as both go (a late run may end earlier; "
-                               f"a later escape is perturbation 3); {fr}",
+                               f" and agree in order with {movements(pop_seq)} (of {pop_seq}: plateaus after θ_c¹ are "
+                               "pauses) as far as both go (a late run may end earlier; a later escape is perturbation 3)"
+                               f"; {fr}",
                      what=f"trained N={N_max}, s={s_max}: share of seeds following the population stages",
                      source="paper", domain=seeds & claims.domain(("the population run focuses within the horizon",
                                                                    "F" in pop_seq, pop_seq)))
