@@ -289,3 +289,38 @@ def test_a_too_short_run_is_outside_never_failed(name, over, ledger):
     assert recs and not [r for r in recs if r["verdict"] == "fail"], [r["what"] for r in recs if r["verdict"] == "fail"]
     assert len(rep.figures()) >= 1
     assert all(isinstance(v, (int, float, str, bool)) for v in __import__("attnflow.report").report.scalar_fields(rep).values())
+
+
+# ----------------------------------------------------------------------------- finite-sample B1, PCA B9 domains
+def _timed(stages_with_start, horizon):
+    starts = [s for _, s in stages_with_start] + [horizon]
+    return stages.Stages([stages.Stage(n, s, e, 1, 1.0) for (n, s), e in zip(stages_with_start, starts[1:])], [])
+
+
+def test_finite_sample_b1_requires_the_early_stages_and_the_order():
+    """B1: a seed must show the population stages through its first focus and every one that starts
+    by T/(1 + ONSET_DELAY), and agree with the population's order as far as both go (plateaus after
+    θ_c¹ are pauses, not compared) — a late seed still focusing at the horizon follows, one still on
+    θ_c¹, one with another order or one missing an early stage does not."""
+    T = 1500.0
+    pop = _timed([("condensation", 0), ("plateau", 60), ("focus", 720), ("plateau", 1067)], T)
+    assert finite_sample.required_stages(pop, T) == "C P F"                  # the plateau at 0.71 T has no room
+    late = _timed([("condensation", 0), ("plateau", 60), ("focus", 1200)], T)
+    assert finite_sample.required_stages(late, T) == "C P F"                 # the first focus always
+    early = _timed([("condensation", 0), ("plateau", 60), ("focus", 150), ("plateau", 300), ("dilution", 400)], T)
+    assert finite_sample.required_stages(early, T) == "C P F D"              # every onset early; the pause dropped
+    assert finite_sample.movements("C P F P F D P E") == "C P F F D E"
+    follows = finite_sample.follows
+    assert follows("C P F", "C P F P", "C P F") and follows("C P F P F D P", "C P F P", "C P F")
+    assert follows("C P F D P", "C P F P D P", "C P F D")                    # no pause at the top of the focus
+    assert not follows("C P", "C P F P", "C P F")                           # no focus: not following
+    assert not follows("C P F E", "C P F D P", "C P F")                     # another order after the focus
+    assert not follows("C P F", "C P F D P E F", "C P F D")                 # misses an early stage
+
+
+def test_pca_b9_trained_needs_the_flow_a_decade_above_the_threshold():
+    from attnflow.focus_dilution.reports.pca_trajectories import EXPANSION_MARGIN, flow_clears
+
+    assert EXPANSION_MARGIN == 1.0
+    assert flow_clears(319.0) and flow_clears(100.0)
+    assert not flow_clears(22.0) and not flow_clears(float("nan")) and not flow_clears(0.0)
