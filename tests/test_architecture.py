@@ -421,15 +421,7 @@ def test_page_local_logic_in_all():
     assert total <= PAGE_LOGIC_TOTAL_MAX, f"{total} page-local logic statements on all pages:\n{table()}"
 
 
-# Pages still over the limit (issue 14, open): mostly prose — statement, derivation and domain
-# discussion — not code. Strict expected failures, so a page that is shortened shows up as XPASS and
-# must leave this list; the limit itself is not raised.
-LONG_PAGES: set[str] = set()
-
-
-@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.xfail(
-    reason="over 200 lines of mostly prose (issue 14 open)", strict=True, raises=AssertionError))
-    if k in LONG_PAGES else k for k in sorted(PAGES)])
+@pytest.mark.parametrize("key", sorted(PAGES))
 def test_page_is_short(key):
     n = len(PAGES[key].read_text(encoding="utf-8").splitlines())
     assert n <= PAGE_LINES_MAX, f"book/{key}.py has {n} lines (limit {PAGE_LINES_MAX})"

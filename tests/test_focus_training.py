@@ -137,7 +137,6 @@ def test_train_run_records(chain):
     assert run.states["W0"].shape == (4, chain.d, 8) and run.states["W0"].dtype == torch.float64
     for key in ("loss", "A", "amp", "sigma2", "hub_attention"):
         assert len(run.quantities[key]) == 4
-    assert run.q is run.quantities        # the former name, still read by the dilution and focus reports
     assert run.train_loss[0] == pytest.approx(np.log(chain.d), rel=1e-5)       # uniform prediction at θ ≈ 0
     assert np.all((run.data_hub_attention > 0) & (run.data_hub_attention < 1))
     assert run.settings["dtype"] == "float32" and run.label == "tiny"

@@ -127,14 +127,14 @@ print("v =", np.round(rep.v, 6), f"| |cos(v, π)| = {rep.cos_v_pi:.4f} | hub and
 # {glue:text}`kappa_end:.5f`, {glue:text}`A00_end:.5f`) with the same loss to $10^{-12}$: hence the
 # spec's last digits.
 #
-# **Exercise.** From the main run's attention rows `rep.run.q["A"]` ($(T,d,d)$: time, query, key) and
+# **Exercise.** From the main run's attention rows `rep.run.quantities["A"]` ($(T,d,d)$: time, query, key) and
 # `markov.pi`, compute the attention entropy $\sum_i\pi_iH(A_{i\cdot})$ at every stored time and call
 # `ent_rise_mine` its rise from its minimum to the end. It is small: the first dilution shows in the
 # rare queries, not yet in the global entropy (compare the second cycle below).
 
 # %% tags=["exercise"]
 ### BEGIN SOLUTION
-entropy = -(rep.run.q["A"] * np.log(rep.run.q["A"])).sum(-1) @ markov.pi
+entropy = -(rep.run.quantities["A"] * np.log(rep.run.quantities["A"])).sum(-1) @ markov.pi
 ent_rise_mine = float(entropy[-1] - entropy.min())
 ### END SOLUTION
 

@@ -118,11 +118,6 @@ class Trajectory:
     nfev: int = 0
     wall_s: float = 0.0
 
-    @property
-    def q(self) -> dict[str, np.ndarray]:
-        """Former name of :attr:`quantities`, read by the dilution and focus reports until they move over."""
-        return self.quantities
-
     @classmethod
     def from_flow(cls, result, loss: PopulationLoss) -> "Trajectory":
         return cls(t=result.t, quantities=quantities(result.states(), loss), nfev=result.nfev, wall_s=result.wall_s)

@@ -96,7 +96,7 @@ def main_stats(run: runs.FlowRun, chain: MarkovChain, v: np.ndarray, g: float, t
     """Focus, redistribution and dilution on the main run (claims B7, B14): times, amplitudes,
     attention of the rare queries to the hub, the end point. Times that the run does not reach
     (no early focus with κ = 0.01 within the horizon) give nan and ``early_reached`` False."""
-    q, t, pi, hub = run.q, run.t, chain.pi, chain.hub
+    q, t, pi, hub = run.quantities, run.t, chain.pi, chain.hub
     low = [i for i in range(chain.d) if i != hub]
     A, amp, kappa = q["A"], q["amp"], q["kappa"]
     _, t_cond = fmeasure.level_times(t, q["loss"], np.log(chain.d), chain.unigram_entropy())
@@ -149,7 +149,7 @@ def cycle_stats(run_c: runs.FlowRun, chain_cycle: MarkovChain, t_onset: float) -
     """The second cycle of the ``delta_cycle`` run: escape time (first σ₂(W0) > 0.1 after the onset
     of focus), hub-attention peak and fall after it, attention-entropy minimum and final value,
     and whether the loss at the horizon has reached the bigram optimum (the cycle ran its course)."""
-    qc, tc = run_c.q, run_c.t
+    qc, tc = run_c.quantities, run_c.t
     s2 = qc["sigma2"]
     escaped = bool(((tc > t_onset) & (s2 > 0.1)).any())
     t_esc = fmeasure.first_time(tc, (tc > t_onset) & (s2 > 0.1)) if escaped else NAN
@@ -424,7 +424,7 @@ class DilutionReport(PageReport):
         from attnflow import plotting
         from attnflow.plotting import PALETTE
 
-        chain, q, t = self.chain, self.run.q, self.run.t
+        chain, q, t = self.chain, self.run.quantities, self.run.t
         pi, hub = chain.pi, chain.hub
         low = [i for i in range(chain.d) if i != hub]
         A, amp = q["A"], q["amp"]
@@ -461,7 +461,7 @@ class DilutionReport(PageReport):
         ax[0].axhline(0, color="k", lw=0.6)
         ax[0].set(xlabel="token k", title=r"next-order drive $v$ vs $\pi$")
         ax[0].legend(fontsize=8)
-        qc, tc = self.run_c.q, self.run_c.t
+        qc, tc = self.run_c.quantities, self.run_c.t
         ax[1].plot(tc, qc["hub_attention"], color=PALETTE[4], label=r"hub attention $\sum_i\pi_iA_{i,\rm hub}$")
         ax[1].plot(tc, qc["attn_entropy"], color=PALETTE[2], label="attention entropy")
         if self.escaped:

@@ -78,7 +78,7 @@ def slope_bias_bound(run: runs.FlowRun, chain: MarkovChain, score_scale: float, 
     states = {n: s[idx] for n, s in run.result.states().items()}
     with torch.no_grad():
         scores = model.forward(states, run.loss_fn.population, c).scores.numpy()        # (n, d, d)
-    amp, kappa = run.q["amp"][window], run.q["kappa"][window]                            # (n, d), (n,)
+    amp, kappa = run.quantities["amp"][window], run.quantities["kappa"][window]          # (n, d), (n,)
     R = scores - c * kappa[:, None, None] * amp[:, :, None] * amp[:, None, :]            # scores not carried by κ
     off = pi * (R - (R * pi).sum(-1, keepdims=True))                                     # (n, d, d)
     S_t = c * amp[:, :, None] * (pi * (amp - (amp @ pi)[:, None]))[:, None, :]           # S(a(t)), (n, d, d)
@@ -361,7 +361,7 @@ def focus_report(cfg) -> FocusReport:
 
     t_end = focus_flow_end(markov, cfg.horizon, mc.init_scale, c)
     run = runs.population_flow(markov, model=mc, t_eval=runs.time_grid(t_end, 300.0, 1.0, max(1.0, t_end / 2500)))
-    q, t, pi, hub = run.q, run.t, markov.pi, markov.hub
+    q, t, pi, hub = run.quantities, run.t, markov.pi, markov.hub
     A = q["A"]                                                              # (T, d, d): query i, key k
     _, t_cond = measure.level_times(t, q["loss"], np.log(markov.d), markov.unigram_entropy())
     t_onset = measure.attention_onset(t, A, pi, ONSET)
@@ -389,7 +389,7 @@ def focus_report(cfg) -> FocusReport:
     pi_v, hub_v = violating.pi, violating.hub
     t_end_v = min(closed_forms.plateau_time(violating, mc.init_scale, c) * 1.3, T_MAX)
     run_v = runs.population_flow(violating, model=mc, t_eval=runs.time_grid(t_end_v, 300.0, 1.0, max(1.0, t_end_v / 2000)))
-    qv, tv = run_v.q, run_v.t
+    qv, tv = run_v.quantities, run_v.t
     Av = qv["A"]
     t_onset_v = measure.attention_onset(tv, Av, pi_v, ONSET)
     gain_v = Av[run_v.at(t_onset_v)] - pi_v if np.isfinite(t_onset_v) else np.zeros((violating.d,) * 2)
