@@ -98,7 +98,8 @@ class ModelStack:
             for pname, _ in self.models[idx[0]].named_parameters():
                 value = torch.stack([dict(self.models[i].named_parameters())[pname].detach() for i in idx])
                 qk = pname in self.models[idx[0]].qk_names
-                lr = torch.tensor([self.specs[i].lr_qk if qk else self.specs[i].lr_ov for i in idx], dtype=dtype)
+                rates = [self.specs[i].lr_qk if qk else self.specs[i].lr_ov for i in idx]
+                lr = torch.tensor(rates, dtype=torch.float64)            # float64: torch's Adam bits (sweep.Stacked.lr)
                 self.tensors[f"{name}.{pname}"] = sweep.Stacked(value.to(self.device), torch.tensor(idx, device=self.device),
                                                                 lr.to(self.device))
         self.inverse = torch.argsort(torch.tensor(order)).to(self.device)     # group order -> sweep order
