@@ -74,6 +74,22 @@ def test_counts_form_equals_the_sequence_model(chain):
     assert float(got) == pytest.approx(float(model.loss(theta, model.Sequences(data.tokens))), rel=1e-12)
 
 
+def test_stacked_counts_forward_is_the_models_counts_forward(chain):
+    """training.forward (R stacked runs, one-hot queries, keys on the middle axis: the training fast
+    path) equals model.forward on the same rows as Counts, entry by entry, for each of two runs with
+    their own θ and their own (padded) example sets."""
+    thetas = [theta_at_scale(chain.d, seed=3), theta_at_scale(chain.d, seed=4)]
+    sets = [training.MarkovSequences(chain, 200, 12, seed=k).examples("last") for k in (0, 1)]
+    batch = training.stack(sets, torch.float64)
+    A, log_P = training.forward({k: torch.stack([t[k] for t in thetas]) for k in thetas[0]}, batch, 0.7)
+    for r, (theta, ex) in enumerate(zip(thetas, sets)):
+        out = model.forward(theta, model.Counts(ex.query, torch.log(ex.counts.T)), 0.7)   # rows (B, d)
+        rows = ex.rows
+        assert torch.allclose(A[r, :, :rows].T, out.attention, rtol=1e-12, atol=1e-15)
+        assert torch.allclose(log_P[r, :, :rows].T, out.log_probs, rtol=1e-12, atol=1e-13)
+        assert float(batch["weights"][r, :, rows:].abs().sum()) == 0.0            # padding rows weigh nothing
+
+
 def test_all_positions_is_the_mean_over_prefixes(chain):
     theta = theta_at_scale(chain.d)
     data = training.MarkovSequences(chain, 200, 10, seed=0)

@@ -49,7 +49,9 @@ def stack(sets: list[Examples], dtype=torch.float32, device="cpu") -> dict[str, 
 
 
 def forward(theta: dict[str, torch.Tensor], batch: dict[str, torch.Tensor], score_scale: float = 1.0):
-    """Attention A (R, d, B) over key tokens and log-predictions (R, d, B) for stacked θ (R, …).
+    """Attention A (R, d, B) over key tokens and log-predictions (R, d, B) for stacked θ (R, …): the
+    training fast path of ``model.forward``'s counts form (R runs at once, each with its own rows;
+    keys on the middle axis), equal to it entry by entry (tests/test_focus_training.py).
 
     A[r, k, b] = n_k e^{S_qk} / Σ_l n_l e^{S_ql} with S = c W0 WQ WKᵀ W0ᵀ and q the row's query;
     log P̂ = log_softmax(W1ᵀ W0ᵀ A) over the target token (spec §4.2, counts form)."""
