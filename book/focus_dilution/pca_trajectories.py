@@ -115,7 +115,7 @@ fig = rep.time_figure()
 # $10^{-2}$ in cosine: the rank-one structure is exact up to $O(\epsilon)$ terms in the flow, and in
 # training the drive $\pi(\pi-\mathbf 1/d)^\top$ is replaced by its empirical version, off by
 # $O(N^{-1/2})\approx$ {glue:text}`noise_N:.3f` in each entry.
-# For the trained runs the seed mean must lie within that tolerance of 1 (plus its 95 % t interval).
+# For the trained runs the seeds' 95 % t interval must lie above $1-10^{-2}$ (a cosine cannot exceed 1).
 # *Retraction (B7).* The hub must move out (> 0) and every low-frequency token back (< 0) on PC1 —
 # for the flow, and for at least two thirds of the seeds; the phase must have been detected
 # (first focus and dilution, in ≥ 3 seeds), otherwise the claim is outside its domain.
