@@ -236,12 +236,13 @@ class FiniteSampleReport(PageReport):
                      what=f"trained N={N_max}, s={s_max}: share of seeds following the population stages",
                      source="paper", domain=seeds & claims.domain(("the population run focuses within the horizon",
                                                                    "F" in pop_seq, pop_seq)))
-        fr = stats.fraction(["F D" in r.stages for r in largest])
+        # a plateau between focus and dilution is a pause at the top of the focus (as for B1): not compared
+        fr = stats.fraction(["F D" in movements(r.stages) for r in largest])
         claims.check("B6", fr.value, predicate=lambda v: v >= MAJORITY - 1e-12,
                      tolerance=f"≥ {MAJORITY:.2f} of the seeds show a focus followed by a dilution; {fr}",
                      what=f"trained N={N_max}, s={s_max}: share of seeds with focus then dilution", source="paper",
                      domain=seeds & claims.domain(("the population run focuses and dilutes within the horizon",
-                                                   "F D" in pop_seq, pop_seq)))
+                                                   "F D" in movements(pop_seq), pop_seq)))
         slopes = self._seed_slopes()
         n_ns = len({r.N * r.s for r in self.rows[1:]})
         fr = stats.fraction([x < 0 for x in slopes])
