@@ -166,7 +166,8 @@ fig = rep.sweep_figure()
 # sequence: it must show the population stages through the first focus and every one starting by
 # $T/2$ (room for a delay of 100 %), and agree with the population's order as far as both go
 # (plateaus after $\theta_c^1$ are pauses between movements, as in the cycle page's order, and are
-# not compared: one run may pause at the top of its focus where another does not).
+# not compared: one run may pause at the top of its focus where another does not). The sequence is
+# compared on the hub family only, whose stage time-line the theory gives (as on the cycle page).
 # The drift must shrink as $Ns$ grows: the log–log slope of the drift against $Ns$, fitted per
 # seed, is negative for at least two thirds of the seeds (with three $Ns$ values per seed the slope
 # of one seed scatters by ±0.3, too much for a t interval of three seeds to exclude 0 while every

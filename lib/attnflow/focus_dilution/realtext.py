@@ -258,7 +258,7 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
             "t_move": float(t[i_m]), "move_corr": float(np.corrcoef(change, predicted)[0, 1]),
             "move_sign": float(np.mean(np.sign(change) == np.sign(predicted))), "move_change": change,
             "move_predicted": predicted, "gap_all": float(gap.max()),
-            "loss_end": float(loss[-1]), **th}
+            "loss_end": float(loss[-1]), "t_end": float(t[-1]), **th}
 
 
 # -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------

@@ -339,6 +339,9 @@ def measure(cfg) -> CycleReport:
     unstable = lam_times[cfg.lr * lam_max[:5] >= 2]
     lam_esc = float(cfg.lr * lam_max[5]) if np.isfinite(escape.start) else NAN
     g = closed_forms.g_rate(chain, cfg.score_scale)
+    # B1's sequence opens with the focus R2 times; a chain whose focus is due after the horizon leaves θ_c¹
+    # (if at all) by slower, neutral-direction drift first (seen: an escape at t = 880, focus due at 5187)
+    t_focus_due = closed_forms.plateau_time(chain, cfg.init_scale, cfg.score_scale)
     L_c2_sym = (closed_forms.theta_c2_loss(hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, 0.0))
                 if cfg.chain == "hub" else NAN)
     L_late = float(flow.quantities["loss"][flow.at(LATE * horizon)])
@@ -347,6 +350,8 @@ def measure(cfg) -> CycleReport:
         ("δ > 0 (the escape needs an asymmetry, R5)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
         ("m ≥ 2 (a transverse direction)", cfg.d_model >= 2, f"m = {cfg.d_model}"),
         ("g > 0 (frequency-driven focus, R2)", g > 0, f"g = {g:.3g}"),
+        ("the first focus is due within the horizon: R2's end of the θ_c¹ plateau T₁ + log(1/ε²)/(2|g|) ≤ the horizon",
+         bool(t_focus_due <= horizon), f"{t_focus_due:.0f} vs {horizon:g}"),
         (f"the flow has left θ_c² by {LATE:g} × the horizon (time for the next cycle): L < L(θ_c², δ = 0) − {LEFT:g}",
          bool(L_late < L_c2_sym - LEFT), f"L = {L_late:.4f}, L(θ_c²) = {L_c2_sym:.4f}"))
     train_domain = flow_domain & claims.domain(

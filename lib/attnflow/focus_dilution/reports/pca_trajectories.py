@@ -145,14 +145,21 @@ class PCAReport(PageReport):
         claims.check("B9", f.growth, predicate=lambda x: x >= 10, tolerance="≥ 10× growth of the low tokens' spread off PC1",
                      what="flow: expansion after the escape", source="paper",
                      domain=expand & claims.domain(("the flow escapes within the horizon", f.escaped,
+                                                    f.detected.letters()),
+                                                   ("first dilution detected (the window starts at its end)", f.found,
                                                     f.detected.letters())))
         tr, n = self.trained, len(self.trained)
         tag = f"trained (N={cfg.n_samples}, s={cfg.seq_len}, {n} data seeds)"
         # cos ≤ 1: a two-sided |mean − 1| ≤ half-width + atol would pass the noisier the seeds are, so the
         # seeds' interval must lie above 1 − COS_ATOL (every seed aligned, not the average of a spread)
+        # sampling: each of the d PC1 coordinates is off by O(N^{-1/2}), so 1 − cos ≈ ½‖δ⊥‖² ≈ d/(2N); that
+        # must leave at least half of COS_ATOL to the theory (N = 64 gives 0.97–0.998: outside)
+        sampling = self.chain.d / (2 * cfg.n_samples)
         check_mean("B3", [p.cos_pi for p in tr], above=1.0 - COS_ATOL,
                           what=f"{tag}: cos(PC1 coordinates after condensation, π)", source="paper",
-                          domain=claims.domain(stats.enough_seeds(n)))
+                          domain=claims.domain(stats.enough_seeds(n),
+                                               (f"sampling deviation d/(2N) ≤ {COS_ATOL / 2:g}", sampling <= COS_ATOL / 2,
+                                                f"d/(2N) = {sampling:.2g}")))
         found = [p for p in tr if p.found]
         what = f"{tag}: PC1 movement from the first focus to the end of the first dilution"
         dom = claims.domain(("first focus and dilution detected in at least 3 seeds", len(found) >= 3,
