@@ -2,7 +2,6 @@
 (book/errata.md, "Findings of the atlas sweep"): each condition is read off the state before the
 claim's measurement, puts the atlas's failing run outside, and a wrong value inside still fails."""
 import dataclasses
-import math
 
 import numpy as np
 import pytest
@@ -12,17 +11,7 @@ from attnflow.focus_dilution import closed_forms
 from attnflow.focus_dilution import chain as chains
 from attnflow.focus_dilution.reports import dilution, focus
 
-
-def _report(cls, **over):
-    """A report with every field set to a neutral value (nan, False, 0, "") and ``over`` applied."""
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-            continue
-        typ = str(f.type)
-        values[f.name] = False if typ == "bool" else 0 if typ == "int" else "" if typ == "str" else math.nan
-    values.update(over)
-    return cls(**values)
+from report_fakes import neutral_report
 
 
 @pytest.fixture
@@ -47,7 +36,7 @@ def _hub_end(**over):
                 A_low_hub_fall=0.01314, a_low_end=-0.0018, dip_pred=-3.2e-4, escaped=True, cycle_settled=True,
                 cycle_settled_frac=5e-4, t_esc=2520.0, esc_from_plateau=False, pre_escape="focus", t_esc_start=2210.0,
                 hub_at_esc=0.578, hub_peak=0.578, hub_min_after=0.171, ent_min=0.5188, ent_final=0.5190)
-    return _report(dilution.DilutionReport, **{**base, **over})
+    return neutral_report(dilution.DilutionReport, **{**base, **over})
 
 
 def test_final_dip_needs_the_rare_amplitudes_to_change_sign_by_enough(ledger):
@@ -94,7 +83,7 @@ def test_onset_signs_kept_follows_the_visited_amplitudes():
 
 
 def test_slope_domain_from_the_bias_bound(ledger):
-    rep = _report(focus.FocusReport, g=0.0028, lambda_c=0.05, t_need=100.0, t_end=2500.0, n_fit=800,
+    rep = neutral_report(focus.FocusReport, g=0.0028, lambda_c=0.05, t_need=100.0, t_end=2500.0, n_fit=800,
                   dA_visited_err=3.2e-3, dA_flow_err=2e-3, bias_visited=3.5e-3, bias_closed=2e-3,
                   _violating=chains.hub_family(4, 0.1, 0.5, 0.4, 0.0))
     assert rep.slope_resolved(rep.bias_visited, focus.VISITED_TOL)

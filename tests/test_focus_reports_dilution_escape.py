@@ -16,6 +16,8 @@ from attnflow.focus_dilution.chain import hub_family
 from attnflow.focus_dilution.reports import dilution, escape
 from attnflow.focus_dilution.runs import FlowRun
 
+from report_fakes import neutral_report
+
 
 # ----------------------------------------------------------------------------- small fakes
 def _fake_run(t, chain=None, states=None, **q):
@@ -23,18 +25,6 @@ def _fake_run(t, chain=None, states=None, **q):
     if states is not None:
         run.result = SimpleNamespace(states=lambda: states)
     return run
-
-
-def _report(cls, **over):
-    """A report with every field set to a neutral value (nan, False, 0) and ``over`` applied."""
-    values = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-            continue
-        typ = str(f.type)
-        values[f.name] = False if typ == "bool" else 0 if typ == "int" else "" if typ == "str" else math.nan
-    values.update(over)
-    return cls(**values)
 
 
 @pytest.fixture
@@ -77,7 +67,7 @@ def test_cycle_stats_escape_peak_and_settling():
 
 
 def test_dilution_domains_follow_the_theory(ledger):
-    rep = _report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003, sigma0=0.1,
+    rep = neutral_report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003, sigma0=0.1,
                   early_reached=True, early_apart=True, early_sign_ok=False, opposite=False, amp_apart=True, cos_pi_hub=0.9, end_flat=0.0, sigma2_end=0.004, t_early=1500.0, t_c1=800.0,
                   A_low_hub_max=0.40, A_low_hub_end=0.38, A_low_hub_fall=0.02, pi_hub=0.375, a_low_end=0.05,
                   cos_v_pi=0.9, n_nonzero_deg=0, grad_end=1e-9, L_end=1.0, L_c2_closed=1.0, fit_err=0.0,
@@ -108,7 +98,7 @@ def test_dilution_trap_needs_a_stable_end_point_and_arrival(ledger):
     """B14 (errata, atlas): an end point with an unstable Hessian direction is no trap, and the
     exact-fit claims need ‖∇L‖² t_end below a tenth of the closed-form tolerance; both are
     decided from the end state, before the fit."""
-    base = _report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003,
+    base = neutral_report(dilution.DilutionReport, chain_name="hub family", hub_family=True, symmetric_family=True, g=0.003,
                    sigma0=0.1, end_flat=0.0, sigma2_end=0.004, t_end=3000.0, lambda_min_end=-1e-7, grad_end=1e-9,
                    L_end=1.0, L_c2_closed=1.0, fit_err=0.0)
     assert base.domain_trap() and base.domain_arrived()
@@ -156,7 +146,7 @@ def test_restricted_flow_domain_from_the_transverse_gain(ledger):
                          grad_norm=np.array([1e-14, 1e-14]), off_manifold=np.array([1e-14, 3.4]),
                          sigma2_start=np.array([1e-16, 1e-16]), transverse_gain=np.array([6.0, 134.0]),
                          lambda1=0.03, M1=np.zeros((3, 3)))
-    rep = _report(escape.EscapeReport, chain_name="hub family", reached_c2=True, settled=True, ls=ls, sweep=[])
+    rep = neutral_report(escape.EscapeReport, chain_name="hub family", reached_c2=True, settled=True, ls=ls, sweep=[])
     assert rep.domain_restricted(0) and not rep.domain_restricted(1)
     assert "stays on 𝓜₁" in rep.domain_restricted(1).reason and not rep.domain_all_restricted()
     rep.ls.off_manifold[0] = 1e-3                                           # inside its domain, off 𝓜₁: a failure
