@@ -232,3 +232,23 @@ def test_every_page_has_a_sweep_space_whose_draws_its_schema_accepts(page):
     assert parallel.load_space(page).dims, f"{page}: its sweep space in book/sweeps.yml varies nothing"
     points = parallel.draw_points(page, 3, seed=7, profile="smoke")   # each point is validated while drawn
     assert len(points) == 3 and len({json.dumps(p, sort_keys=True, default=str) for p in points}) == 3
+
+
+def test_a_cluster_that_times_out_on_shutdown_loses_nothing(capsys):
+    """On a loaded machine LocalCluster.close() can raise a TimeoutError after every point is written;
+    the sweep reports it and still writes its table (seen in a fresh-seed sweep under load)."""
+    class Slow:
+        closed = False
+
+        def close(self):
+            Slow.closed = True
+            raise TimeoutError("took too long")
+
+    class Fine:
+        def close(self):
+            self.closed = True
+
+    client = Fine()
+    parallel._close(client, Slow())
+    assert client.closed and Slow.closed and "did not shut down cleanly (TimeoutError)" in capsys.readouterr().err
+    parallel._close(Fine(), None)                     # a remote scheduler: no cluster to close

@@ -298,6 +298,19 @@ def _client(scheduler: str | None, workers: int):
     return Client(cluster), cluster
 
 
+def _close(client, cluster) -> None:
+    """Shut the client and its LocalCluster down. On a loaded machine the shutdown can time out after
+    every point is done and written; that must not lose the table, so it is reported, not raised."""
+    for what, obj in (("client", client), ("cluster", cluster)):
+        if obj is None:
+            continue
+        try:
+            obj.close()
+        except (TimeoutError, OSError) as e:       # asyncio/distributed timeouts are TimeoutError subclasses
+            print(f"attnflow: the Dask {what} did not shut down cleanly ({type(e).__name__}); "
+                  "every finished point is already written", file=sys.stderr, flush=True)
+
+
 def sweep(page: str, points: Sequence[Mapping[str, Any]], *, profile: str | None = "smoke", output: str | Path,
           workers: int = 2, scheduler: str | None = None, root: Path | None = None, quiet: bool = False):
     """Run ``points`` of ``page`` on Dask; returns the tidy table (pandas) of every point done so far."""
@@ -342,9 +355,7 @@ def sweep(page: str, points: Sequence[Mapping[str, Any]], *, profile: str | None
                 bar.set_postfix(failed=n_failed)
             bar.close()
         finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            _close(client, cluster)
     table = load_table(out)
     table.to_parquet(out / "sweep.parquet", index=False)
     return table
@@ -437,8 +448,7 @@ def execute_pages(pages: Iterable[str] | None = None, *, workers: int = 2, root:
                 if not quiet:
                     print(f"{page}: {status[page]}", flush=True)
         finally:
-            client.close()
-            cluster.close()
+            _close(client, cluster)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return status
 
