@@ -252,3 +252,28 @@ def test_a_cluster_that_times_out_on_shutdown_loses_nothing(capsys):
     parallel._close(client, Slow())
     assert client.closed and Slow.closed and "did not shut down cleanly (TimeoutError)" in capsys.readouterr().err
     parallel._close(Fine(), None)                     # a remote scheduler: no cluster to close
+
+
+def _probe_page_environment():
+    """In a Dask worker: MALLOC_TRIM_THRESHOLD_ outside and inside page_process, and what a child
+    process (the page kernel) started inside it sees."""
+    import os
+
+    child = "import os; print(os.environ.get('MALLOC_TRIM_THRESHOLD_', 'unset'), os.environ.get('OMP_NUM_THREADS'))"
+    outside = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+    with parallel.page_process():
+        kernel = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True).stdout.split()
+    return outside, kernel, os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_page_kernels_do_not_inherit_the_workers_malloc_trim():
+    """Dask workers set MALLOC_TRIM_THRESHOLD_=65536 (pre-spawn-environ); a page kernel that inherits it
+    runs 2× slower (see parallel.KERNEL_UNSET). The kernel must not see it, the worker keeps it, and
+    the one-thread policy (OMP_NUM_THREADS=1) still reaches the kernel."""
+    client, cluster = parallel._client(None, 1)
+    try:
+        outside, kernel, after = client.submit(_probe_page_environment, pure=False).result(timeout=60)
+    finally:
+        parallel._close(client, cluster)
+    assert outside == "65536" and after == "65536"        # what distributed gives its workers
+    assert kernel == ["unset", "1"]

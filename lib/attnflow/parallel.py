@@ -25,6 +25,7 @@ change to the library re-executes every page that depends on it and nothing stal
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -228,18 +229,36 @@ def grid_points(page: str, grid: Sequence[str], *, profile: str | None = "smoke"
 
 
 # ----------------------------------------------------------------------------- one point
+# Environment variables a Dask worker process carries (``distributed.nanny.pre-spawn-environ``) that
+# must not reach the page kernels it starts. MALLOC_TRIM_THRESHOLD_=65536 makes glibc hand freed memory
+# back to the OS at every 64 KiB: right for a long-lived worker, ruinous for a page that allocates and
+# frees torch tensors at every step — measured on the finite-samples page, 47.5 s → 105 s, with the
+# system time 8.6 s → 66 s (benchmarks/bench_book_exec.py). The thread limits (OMP_NUM_THREADS=1, …)
+# stay: one core per page is the book's CPU policy.
+KERNEL_UNSET = ("MALLOC_TRIM_THRESHOLD_",)
+
+
+@contextlib.contextmanager
+def page_process():
+    """The conditions a worker runs one page under: one torch/BLAS thread in the worker and an
+    environment without :data:`KERNEL_UNSET` for the kernel it starts (restored afterwards)."""
+    from attnflow.device import single_threaded
+    from attnflow.runner.checks import env
+
+    with single_threaded(), env(**{k: None for k in KERNEL_UNSET}):
+        yield
+
+
 def run_point(page: str, profile: str | None, parameters: Mapping[str, Any], key: str, out_dir: str,
               root: str | None = None) -> list[dict[str, Any]]:
     """Run one point (in a Dask worker) and return its tidy rows; never raises."""
-    from attnflow.device import single_threaded
-
     worker = f"{socket.gethostname()}:{os.getpid()}"
     point_dir = Path(out_dir) / "points" / key
     base = dict(key=key, page=page, profile=profile or "book", worker=worker,
                 parameters=json.dumps(dict(parameters), sort_keys=True, default=str))
     start = time.perf_counter()
     try:
-        with single_threaded():
+        with page_process():
             res = runner.run_page(page, profile=profile, parameters=parameters, output=point_dir,
                                   root=Path(root) if root else None)
         status, error, claims_file = ("ok" if res.failed == 0 else "failed"), "", res.claims_file
@@ -470,11 +489,9 @@ def _bundle(source_nb, executed, path: Path, seconds: float = float("nan")):
 
 def _execute_one(page: str, out_dir: str, root: str) -> tuple[bool, str, str, str, float]:
     """Run one page at its defaults (in a worker); (ok, message, notebook path, claims path, seconds)."""
-    from attnflow.device import single_threaded
-
     shutil.rmtree(out_dir, ignore_errors=True)
     try:
-        with single_threaded():
+        with page_process():
             res = runner.run_page(page, output=out_dir, root=Path(root))
     except (RunError, runner.PageFailed) as e:
         return False, str(e).splitlines()[0] if str(e) else type(e).__name__, "", "", float("nan")
