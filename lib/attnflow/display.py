@@ -48,14 +48,22 @@ def _quiet(value: Any) -> Any:
     return value
 
 
+# myst-nb's glue protocol (``myst_nb.glue``, myst-nb 1.x): the value's display bundle goes out with
+# ``metadata["scrapbook"] = {name, mime_prefix}``, its mime keys prefixed by GLUE_PREFIX when the value
+# is not shown. Written here rather than imported: importing ``myst_nb.ext.glue`` pulls in nbformat →
+# jsonschema → rfc3987-syntax, whose 38 grammars take ~1.8 s to build in every page kernel (measured;
+# ≈ 40 s of CPU per `make book`, ≈ 2 min per `make test`). tests/test_display.py checks that both emit
+# the same display message, so a change of the protocol in myst-nb fails a test, not a build.
+GLUE_PREFIX = "application/papermill.record/"
+
+
 def _glue(name: str, value: Any, display_it: bool) -> None:
-    try:
-        from myst_nb import glue  # deferred: heavy (sphinx, docutils), needed only when a value is glued
-    except ImportError:  # pragma: no cover - myst-nb is in the lock
-        if display_it:
-            display(value)
-        return
-    glue(name, value, display=display_it)
+    from IPython.core.formatters import format_display_data
+
+    bundle, metadata = format_display_data(value)
+    prefix = "" if display_it else GLUE_PREFIX
+    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+    display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
 
 
 def equation(name: str, expr: Any, lhs: str | None = None, show: bool = True) -> str:
