@@ -80,6 +80,7 @@ class SweepRow:
     bigram: float
     plateau_drop: float = float("nan")   # (L(t_settle) − L(window start)) / (H(π) − L(θ_c²)) of this run
     sigma2_at_settle: float = float("nan")   # σ₂(W0) of this run at t_settle (< 0.01: it has not escaped yet)
+    loss_1e4: float = float("nan")   # L at the stored time t = 10⁴ (the spec's horizon; NaN when the horizon is shorter)
 
     def domain(self, settled: bool) -> claims.Domain:
         s = self.stats
@@ -264,17 +265,20 @@ class EscapeReport(PageReport):
                          what=f"δ = {d_:g}: escape time vs the spec's")
             claims.check("B9", r.bigram, SPEC["escape_bigram"][d_], atol=half_unit(5), domain=ref,
                          what=f"δ = {d_:g}: bigram optimum vs the spec's")
-            at_1e4 = ref & claims.domain(("horizon = 10⁴ (the spec's)", self.horizon_val == 1e4, f"{self.horizon_val:g}"))
+            # the flow up to t = 10⁴ does not depend on a longer horizon (same θ(0), same stored times up to
+            # there, the solver's rtol = 10⁻¹⁰ against tolerances ≥ 10⁻⁵): any horizon ≥ 10⁴ reads it
+            at_1e4 = ref & claims.domain(("horizon ≥ 10⁴ (the spec's; t = 10⁴ is a stored time)",
+                                          self.horizon_val >= 1e4, f"{self.horizon_val:g}"))
             if d_ <= 0.2:
-                claims.check("B9", st.loss_end, r.bigram, atol=1e-4, domain=at_1e4,
+                claims.check("B9", r.loss_1e4, r.bigram, atol=1e-4, domain=at_1e4,
                              what=f"δ = {d_:g}: loss at t = 10⁴ vs the bigram optimum")
             else:
-                claims.check("B9", st.loss_end, SPEC["escape_loss_1e4"][d_], atol=half_unit(5), domain=at_1e4,
+                claims.check("B9", r.loss_1e4, SPEC["escape_loss_1e4"][d_], atol=half_unit(5), domain=at_1e4,
                              what=f"δ = {d_:g}: loss at t = 10⁴ (intermediate plateau) vs the spec's 1.42812")
         claims.check("B8", self.sigma2_end, SPEC["sigma2_trapped"], atol=half_unit(4), domain=ref & ds,
                      what="δ = 0: σ2(W0) at t = 3·10⁴ vs 0.0040")
-        spec_cycle = ref & claims.domain(("δ = 0.1 and horizon = 10⁴ (the spec's rank steps)",
-                                          self.delta_val == 0.1 and self.horizon_val == 1e4, ""))
+        spec_cycle = ref & claims.domain(("δ = 0.1 and horizon ≥ 10⁴ (the spec's rank steps at t ≤ 8000)",
+                                          self.delta_val == 0.1 and self.horizon_val >= 1e4, ""))
         claims.check("B9", self.counts, [SPEC["rank_steps_cycle2"][k] for k in sorted(SPEC["rank_steps_cycle2"])],
                      atol=0, domain=spec_cycle,
                      what="δ = 0.1: singular values of W0 above 0.1 at t = 4000, 6000, 8000 vs the spec's (2, 3, 4)")
@@ -380,8 +384,10 @@ def measure(cfg) -> EscapeReport:
         if st.window_found:
             L = run_d.quantities["loss"]
             drop = float((L[run_d.at(after)] - L[run_d.at(st.window[0])]) / (symmetric.unigram_entropy() - trap["L_c2"]))
+        i4 = run_d.at(1e4)
+        loss_1e4 = float(run_d.quantities["loss"][i4]) if abs(run_d.t[i4] - 1e4) <= 1e-9 * 1e4 else NAN
         sweep.append(SweepRow(delta=d_, run=run_d, stats=st, bigram=chain_at(d_).bigram_loss(), plateau_drop=drop,
-                              sigma2_at_settle=float(run_d.quantities["sigma2"][run_d.at(after)])))
+                              sigma2_at_settle=float(run_d.quantities["sigma2"][run_d.at(after)]), loss_1e4=loss_1e4))
     ds = np.array(cfg.deltas)
     rates = np.array([r.stats.rate for r in sweep])
     mperp = np.array([r.stats.M_perp_mean for r in sweep])
@@ -393,7 +399,7 @@ def measure(cfg) -> EscapeReport:
     by_delta = {r.delta: r for r in sweep}
     run_c = by_delta[cfg.delta].run if cfg.delta in by_delta else flow(chain_at(cfg.delta), cfg.horizon)
     reference = is_reference(cfg, delta=False)
-    if reference and cfg.horizon == 1e4:
+    if reference and cfg.horizon >= 1e4:
         checkpoints = sorted(SPEC["rank_steps_cycle2"])
     else:
         checkpoints = [after + f * (cfg.horizon - after) for f in (0.25, 0.5, 0.75, 1.0)]

@@ -60,6 +60,7 @@ class LineTheoremReport(PageReport):
     lr_ratios: list = field(default_factory=list)
     parametrizations: list = field(default_factory=list)
     drift: dict = field(default_factory=dict)        # (name, r) -> absolute drift
+    drift_spec: dict = field(default_factory=dict)   # (name, r) -> absolute drift over t ≤ the spec's horizon 1e5
     rel_drift: dict = field(default_factory=dict)    # (name, r) -> drift / (rtol S)
     gd_steps: np.ndarray = field(repr=False, default=None)   # (n_h,) decreasing
     gd_drift: dict = field(default_factory=dict)     # name -> (n_h,) drift of GD
@@ -80,8 +81,8 @@ class LineTheoremReport(PageReport):
             ("r = 1 and r = 10 among the ratios", {1.0, 10.0} <= set(self.lr_ratios), f"r ∈ {self.lr_ratios}"),
             ("rtol ≤ 1e-10 (the spec's tight solver)", self.rtol_used <= targets.REDUCED_CONFIG["rtol"],
              f"rtol = {self.rtol_used:g}"),
-            ("horizon ≤ 1e5 (the spec's horizon)", self.horizon_used <= targets.REDUCED_CONFIG["horizon"],
-             f"horizon = {self.horizon_used:g}"))
+            ("horizon ≥ 1e5: the run covers the spec's horizon (its drift is read over t ≤ 1e5)",
+             self.horizon_used >= targets.REDUCED_CONFIG["horizon"], f"horizon = {self.horizon_used:g}"))
 
     def stable_domain(self, name: str) -> claims.Domain:
         hl = self.h_max * self.curvature[name]
@@ -171,7 +172,7 @@ class LineTheoremReport(PageReport):
         spec = self.spec_domain()
         for name in self.parametrizations:
             rs = [r for r in (1.0, 10.0) if r in self.lr_ratios]
-            claims.check("A3", max([self.drift[(name, r)] for r in rs], default=float("nan")), 0.0,
+            claims.check("A3", max([self.drift_spec[(name, r)] for r in rs], default=float("nan")), 0.0,
                          atol=targets.DRIFT_MAX, source="paper + reconstruction", domain=spec,
                          what=f"{name}: max |drift of Ψ − rΦ| at the spec's configuration, r ∈ {{1, 10}} (§8.1)")
         for name in self.parametrizations:
@@ -180,6 +181,14 @@ class LineTheoremReport(PageReport):
             claims.check("A3", self.gd_drift[name].tolist(), predicate=lambda d: all(x > y for x, y in zip(d, d[1:])),
                          tolerance="drift decreases strictly as h decreases", domain=self.stable_domain(name),
                          what=f"{name}: GD drift for h = {self.gd_steps.tolist()}")
+
+
+def drift_until(run, t_max: float) -> float:
+    """max |(Ψ − rΦ)(t) − (Ψ − rΦ)(0)| over the stored times t ≤ ``t_max`` of a reduced run: the drift
+    over the spec's horizon of a run that may go further (the flow up to t_max does not depend on it)."""
+    sel = run.t <= t_max
+    inv = run.system.invariant(run.a[sel], run.b[sel])
+    return float(np.max(np.abs(inv - inv[0])))
 
 
 def potential_scale(run) -> float:
@@ -209,6 +218,7 @@ def line_theorem_report(cfg) -> LineTheoremReport:
             curv[name] = max(reduction.curvature_on_manifold(name, task, lr_qk=cfg.gd_lr_ratio, a=float(fine.a[i]),
                                                              b=float(fine.b[i])) for i in idx)
     drift = {key: run.drift() for key, run in runs.items()}
+    drift_spec = {key: drift_until(run, targets.REDUCED_CONFIG["horizon"]) for key, run in runs.items()}
     rel = {key: drift[key] / (cfg.rtol * potential_scale(run)) for key, run in runs.items()}
     order = {name: np.diff(np.log(d)) / np.diff(np.log(hs)) for name, d in gd.items()}
     finest = [float(o[-1]) for o in order.values()]
@@ -218,6 +228,7 @@ def line_theorem_report(cfg) -> LineTheoremReport:
         gd_n_common=cfg.n_common, gd_time_used=cfg.gd_time, gd_lr_ratio=cfg.gd_lr_ratio, h_max=float(hs[0]),
         h_min=float(hs[-1]), curvature_max=max(curv.values()), order_min=min(finest), order_max=max(finest),
         lr_ratios=list(cfg.lr_ratios), parametrizations=list(cfg.parametrizations), drift=drift, rel_drift=rel,
+        drift_spec=drift_spec,
         gd_steps=hs, gd_drift=gd, local_order=order, curvature=curv, runs=runs, invariants=invariants,
         unbalanced=unbalanced,
         config=dict(n_compete=cfg.n_compete, n_classes=cfg.n_classes, a0=cfg.a0, b0=cfg.b0),
