@@ -199,7 +199,14 @@ def test_escape_rate_outside_when_theta_c2_not_reached(short_run):
 def test_pca_phases_of_a_short_run(chain, short_run):
     ph = pca_trajectories.phases("short", short_run, chain, 3, False)
     assert not ph.found and not ph.escaped
-    assert 0 <= ph.cos_pi <= 1
+    assert 0 <= ph.cos_pc1 <= 1
+    # B3 reads W0 where the loss first reaches the unigram level, and nothing where it never does
+    reached = np.flatnonzero(short_run.quantities["loss"] <= pca_trajectories.unigram_level(chain))
+    assert ph.condensed == bool(len(reached))
+    if ph.condensed:
+        assert ph.cos_pi == short_run.quantities["cos_W0_pi"][reached[0]] and 0 <= ph.cos_pi <= 1
+    else:
+        assert math.isnan(ph.cos_pi)
 
 
 # ----------------------------------------------------------------------------- schemas

@@ -77,7 +77,7 @@ def test_real_text_report_checks_each_corpus_and_glues_per_corpus(tmp_path, monk
     monkeypatch.setattr(display, "number", lambda name, value, show=False: glued.__setitem__(name, value))
     good = dict(rank_cond=1.1, lift_dev_cond=0.01, escaped=True, rank_end=2.5, move_corr=0.95, move_sign=1.0,
                 t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0, t_escape_markov=104.0,
-                t_end=300.0)
+                t_end=300.0, rate_cond=0.05, amp_cond=1e-3, t_forecast=150.0)
     late = {**good, "t_escape_markov": 150.0}
     lifts = {" ": 1.5, "the": 1.3, "group": 0.9}
     rep = real_text.RealTextReport(lr=0.1, eps=1e-3, d=64, m=16, alpha=0.1, mid_first=15, mid_last=40,

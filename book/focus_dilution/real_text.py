@@ -174,7 +174,9 @@ rep.moves_figure()
 #   $\log d-L_{\rm plateau}$ of the plateau) the effective rank of $W_0$ is below 1.5 (about $m$ at initialization,
 #   1 for a rank-one condensate) while no token's lift has moved by more than 0.02 (attention still frozen).
 # - *B10, next stage* [paper]: the loss then falls below the plateau by at least a tenth of the gap to the bigram
-#   loss, and the embedding has a second direction (effective rank above 1.8).
+#   loss, and the embedding has a second direction (effective rank above 1.8). Predicted where the run outlasts by
+#   $\ln 10/(2r)$ the escape forecast at the end of condensation: the saddle's unstable attention mode (rate $r$ of
+#   the loss Hessian in $W_Q,W_K$, amplitude $a$, drop $\tfrac12ra^2$), $t=$ {glue:text}`wikitext_t_forecast:.0f` on WikiText.
 # - *B11, direction of the first move* [reconstruction]: the lift changes correlate with the Markov prediction
 #   $\mathrm{sign}(g)(\pi_k-\|\pi\|^2)$ at 0.8 or more, with its sign for at least 90% of the tokens (the prediction
 #   is first order in the attention amplitude; finite windows add noise of a few percent in the lifts).
@@ -184,16 +186,14 @@ rep.moves_figure()
 #   margin, the most lenient reading of "first".
 # - *B10, Markov approximation: condensation clock* [reconstruction]: the two runs pass the middle of condensation
 #   at times within 10% of each other. Condensation depends on the data only through π (rate
-#   $\sigma_0=\|\pi\|\|\pi-\mathbf 1/d\|$, spec R1), shared by the text and its chain; the finite sample of windows
-#   estimates π, and so $\sigma_0$, to a few percent.
+#   $\sigma_0=\|\pi\|\|\pi-\mathbf 1/d\|$, spec R1), shared by the text and its chain (estimated to a few percent).
 # - *B10, Markov approximation on the plateau* [paper]: from the end of condensation to the escape, the Markov
 #   run's held-out loss stays within **3%** of the real run's drop $\log d-L_{\rm end}$. Set before the runs: the
 #   finite sample of windows moves the real run's plateau by about 1% of the drop, and "well enough to serve as a
 #   proxy" should leave the loss curves indistinguishable at the scale of a figure.
 # - *B10, Markov approximation at the escape* [paper]: the two held-out losses leave the plateau (a tenth of the
 #   gap to the bigram loss below it) at times within **10%** of each other, the condensation clock's tolerance,
-#   fixed before the runs. We read "early training" as the first cycle, up to this escape, because the paper uses
-#   the Markov picture to explain the stages on real text (B10); that reading is ours (Q6).
+#   fixed before the runs. Reading "early training" as the first cycle, up to this escape, is ours (Q6).
 
 # %% tags=["hide-input"]
 rep.check_claims()

@@ -12,6 +12,13 @@ low-frequency tokens *back* through it, expansion (escape) a move *out* along a 
 Centring would move the origin to the trajectory's mean and hide exactly that.
 
 ``phase_movements`` turns the three movements into numbers checked by the PCA page.
+
+Claim B3 ("in stage 1, W0 aligns with π") is *not* read off these components: the trajectory's
+PC1 is the direction of its largest second moment, which a run that moves more after condensation
+than during it puts elsewhere (seen on hub and Dirichlet chains, errata). B3 is W0's own top left
+singular vector at the detected end of condensation (``measure.quantities``' ``cos_W0_pi``);
+``frozen_angle`` and ``window_angle`` are R1's predictions of how far it may lie from π, from θ(0)
+and the chain, computed before anything is measured.
 """
 from __future__ import annotations
 
@@ -20,7 +27,47 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["EmbeddingPCA", "embedding_pca", "phase_movements", "plot_phases"]
+__all__ = ["EmbeddingPCA", "embedding_pca", "phase_movements", "plot_phases", "frozen_angle", "window_angle",
+           "cos_deviation"]
+
+
+def frozen_angle(W0_init, W1_init, pi: np.ndarray, W0_norm: float) -> float:
+    """R1's angle (radians, first order) between π and W0's top left singular vector once W0 has
+    grown to ‖W0‖ = ``W0_norm`` (θ_c¹'s), from the initialization alone.
+
+    Near the origin Ẇ0 = σ0 π̂ (W1 r̂)ᵀ and Ẇ1 = σ0 (W0ᵀπ̂) r̂ᵀ (π̂, r̂ unit π and π − 1/d): only
+    W0's π̂-row grows, along b̂ ∝ W0(0)ᵀπ̂ + W1(0) r̂ (the growing mode), while the part
+    (I − π̂π̂ᵀ) W0(0) off π stays frozen (uniform attention reads W0 only through W0ᵀπ). The top
+    left singular vector is then π̂ + (I − π̂π̂ᵀ) W0(0) b̂ / ‖W0‖: the angle is that vector's norm."""
+    W0, W1 = (np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=float) for x in (W0_init, W1_init))
+    p = pi / np.linalg.norm(pi)
+    r = pi - 1.0 / len(pi)
+    r = r / np.linalg.norm(r)
+    b = W0.T @ p + W1 @ r                                              # (m,) growing mode's direction
+    b = b / np.linalg.norm(b)
+    off = W0 - np.outer(p, p @ W0)                                     # (d, m) frozen part off π
+    return float(np.linalg.norm(off @ b) / W0_norm)
+
+
+def window_angle(P: np.ndarray, pi: np.ndarray, seq_len: int) -> float:
+    """Angle between π and the left singular vector of the drive of s-token windows.
+
+    A window's attended mean at uniform attention is its count share c = n/s, so the drive at the
+    origin is E[c (e_y − 1/d)ᵀ] = π(π − 1/d)ᵀ + C_s, C_s = (1/s) Σ_{l=1..s} Π(P^l − 1πᵀ) (key at
+    lag l from the target; Π = diag π, stationary windows): the population limit s → ∞ is R1's
+    rank-one B, and C_s tilts its left vector by O(τ_mix / s)."""
+    d = len(pi)
+    Q = P - np.outer(np.ones(d), pi)                                   # Q^l = P^l − 1πᵀ for l ≥ 1
+    S = Q @ (np.eye(d) - np.linalg.matrix_power(Q, int(seq_len))) @ np.linalg.inv(np.eye(d) - Q)   # Σ_{l=1..s} Q^l
+    drive = np.outer(pi, pi - 1.0 / d) + (pi[:, None] * S) / seq_len
+    u = np.linalg.svd(drive)[0][:, 0]
+    p = pi / np.linalg.norm(pi)
+    return float(np.arctan2(np.linalg.norm(u - (u @ p) * p), abs(u @ p)))      # stable near 0 (arccos is not)
+
+
+def cos_deviation(*angles: float) -> float:
+    """1 − cos of the sum of small angles (radians): the predicted deviation from alignment."""
+    return float(1.0 - np.cos(min(np.pi / 2, sum(angles))))
 
 
 @dataclass

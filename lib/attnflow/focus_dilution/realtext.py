@@ -35,7 +35,8 @@ from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss
 from attnflow.params import Param, ParameterError, Schema
 
 __all__ = ["RealStream", "load_stream", "window_examples", "bigram_chain", "RealTextRun", "train",
-           "token_attention", "group_lift", "lifts_at", "markov_gap", "milestones", "SCHEMA", "CORPORA"]
+           "token_attention", "group_lift", "lifts_at", "markov_gap", "milestones", "attention_mode", "training_loss", "escape_forecast",
+           "SCHEMA", "CORPORA"]
 
 CORPORA = ("wikitext", "tinystories")
 SHOW = {" ": "␣", "\n": "\\n", "\n\n": "\\n\\n"}
@@ -145,6 +146,7 @@ class RealTextRun:
     entropy: dict[str, np.ndarray]      # (T,) mean attention entropy over positions
     val_loss: dict[str, np.ndarray]     # (T,) loss on the held-out real windows
     plateau: float                      # entropy of the training targets: the loss at the unigram saddle
+    examples: training.Examples = None  # the real run's training windows (the loss it descends)
 
     @property
     def t(self) -> np.ndarray:
@@ -196,7 +198,7 @@ def train(text: RealStream, *, seq_len: int = 64, n_train: int = 1024, n_eval: i
             out["val_loss"][name] = training.run_losses(theta, b).numpy()
     target_freq = real_ex.weights.sum(1).numpy()                               # (d,) training target frequencies
     plateau = float(-(target_freq[target_freq > 0] * np.log(target_freq[target_freq > 0])).sum())
-    return RealTextRun(text, chain, share=share, plateau=plateau, **out)
+    return RealTextRun(text, chain, share=share, plateau=plateau, examples=real_ex, **out)
 
 
 def group_lift(lift: np.ndarray, ids) -> np.ndarray:
@@ -221,6 +223,45 @@ def markov_gap(res: RealTextRun) -> np.ndarray:
     return np.abs(res.val_loss["real"] - res.val_loss["markov"]) / drop
 
 
+def attention_mode(theta: dict[str, torch.Tensor], loss) -> tuple[float, float]:
+    """The unigram saddle's unstable attention mode, read off a state ``theta`` (one run, unbatched).
+
+    The scores S = c W0 WQ WKᵀ W0ᵀ are bilinear in (WQ, WK), so with W0, W1 held at the state the
+    loss is L₀ + ½ xᵀ H x + O(‖x‖⁴) in x = (WQ, WK): WQ = WK = 0 is the saddle of the attention
+    block (spec R2: eigenvalues ±g on the modes q = ±k, g = ``closed_forms.g_rate`` at θ_c¹) and H
+    its Hessian there (autograd, float64). ``loss``: θ-dict → scalar. Returns the unstable rate
+    r = −λ_min(H) (0 if H has no negative eigenvalue) and the amplitude |⟨x, v⟩| of the state's
+    (WQ, WK) on its eigenvector v; under the flow ẋ = −Hx it grows like e^{r t}."""
+    theta = {n: torch.as_tensor(theta[n], dtype=torch.float64) for n in PARAM_NAMES}
+    shape = theta["WQ"].shape
+    size = int(np.prod(shape))
+
+    def at(x):
+        return loss(dict(theta, WQ=x[:size].reshape(shape), WK=x[size:].reshape(shape)))     # (m, m) each
+
+    with runs_.single_threaded():
+        H = torch.autograd.functional.hessian(at, torch.zeros(2 * size, dtype=torch.float64)).numpy()
+    lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    x = torch.cat([theta["WQ"].reshape(-1), theta["WK"].reshape(-1)]).numpy()             # (2 m²,)
+    return max(0.0, float(-lam[0])), float(abs(V[:, 0] @ x))
+
+
+def training_loss(res: RealTextRun, score_scale: float = 1.0):
+    """The real run's training loss on its windows as a callable θ-dict (unbatched) → scalar."""
+    batch = training.stack([res.examples], dtype=torch.float64)
+    return lambda theta: training.run_losses({n: v[None] for n, v in theta.items()}, batch, score_scale)[0]
+
+
+def escape_forecast(rate: float, amplitude: float, drop: float, t_start: float) -> float:
+    """The time the unstable mode takes the loss ``drop`` below the saddle, linearized at ``t_start``:
+    the mode's amplitude a grows like e^{r t} and its loss drop is ½ r a², so the drop is reached
+    at a = √(2·drop / r), t = t_start + log(√(2·drop / r) / a₀) / r (inf without an unstable mode).
+    The linearization ignores the nonlinear end (attention saturating slows the last stretch)."""
+    if not (rate > 0 and amplitude > 0):
+        return float("inf")
+    return float(t_start + max(0.0, np.log(np.sqrt(2 * drop / rate) / amplitude)) / rate)
+
+
 def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.1, move: float = 0.1) -> dict:
     """The stage markers of one run, no hand-picked times (claims B10–B11):
 
@@ -230,6 +271,9 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
       effective rank of W0 at the last record;
     - first attention move (``RealTextRun.first_move``): its time and its agreement with the
       Markov prediction sign(g)·(π_k − ‖π‖²) (Pearson correlation over tokens, sign agreement);
+    - escape forecast: the unstable rate and amplitude of the attention mode at the end of
+      condensation (``attention_mode``) and the time they take the loss below the escape level
+      (``escape_forecast``), from the state on the plateau, before the escape is looked for;
     - the Markov run against the real run: the loss gap (``markov_gap``) on the plateau (end of
       condensation to escape, where the theory linearizes) and over the whole run; the times at
       which each run is halfway through condensation and escapes (same rules on its held-out loss).
@@ -247,6 +291,9 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
         hit = np.flatnonzero(y <= level)
         return float(t[hit[0]]) if len(hit) else float("nan")
 
+    state = {n: res.runs["real"].states[n][i_c] for n in PARAM_NAMES}
+    rate, amp = attention_mode(state, training_loss(res))                      # the unstable mode at t_cond
+    drop = escape_frac * (res.plateau - th["bigram"])                          # the escape criterion below the plateau
     val = res.val_loss
     v_plateau = float(np.median(val["real"][i_c: max(i_e, i_c + 1)]))       # held-out loss on the plateau
     half, esc = 0.5 * (th["log_d"] + v_plateau), v_plateau - escape_frac * (v_plateau - th["bigram"])
@@ -258,7 +305,8 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
             "t_move": float(t[i_m]), "move_corr": float(np.corrcoef(change, predicted)[0, 1]),
             "move_sign": float(np.mean(np.sign(change) == np.sign(predicted))), "move_change": change,
             "move_predicted": predicted, "gap_all": float(gap.max()),
-            "loss_end": float(loss[-1]), "t_end": float(t[-1]), **th}
+            "loss_end": float(loss[-1]), "t_end": float(t[-1]), "rate_cond": rate, "amp_cond": amp,
+            "t_forecast": escape_forecast(rate, amp, drop, float(t[i_c])), **th}
 
 
 # -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------

@@ -288,10 +288,16 @@ class CycleReport(PageReport):
         tag = f"trained (GD, N={self.cfg.n_samples}, s={self.cfg.seq_len}, {n} data seeds)"
         self._fraction("B1", [m.has_cycle for m in ms], f"{tag}: share of seeds whose stages contain the cycle",
                        "stage sequence contains " + order, self.train_domain & claims.domain(stats.enough_seeds(n)))
+        # a share cannot exceed 1, so a two-sided |mean − 1| ≤ half-width would pass the more easily the
+        # more the seeds disagree; R3 predicts every sign (first order in κ, entries above 1 % of the
+        # largest), so each seed either follows it entry by entry or not, and the seeds that do are
+        # counted against MAJORITY, as every stage claim on training here (one seed in three may lose it)
         focus = [np.isfinite(m.sign_frac) for m in ms]
-        check_mean("B6", [m.sign_frac for m in ms if np.isfinite(m.sign_frac)], target=1.0,
-                          what=f"{tag}, first focus: share of ΔA_ik with the sign of ∂κA_ik", source="reconstruction",
-                          domain=self._stage_domain("first focus", focus))
+        self._fraction("B6", [m.sign_frac >= 1.0 for m in ms if np.isfinite(m.sign_frac)],
+                       f"{tag}, first focus: share of seeds whose every ΔA_ik has the sign of ∂κA_ik",
+                       "every entry with |∂κA_ik| above 1 % of the largest has its sign; shares per seed "
+                       + ", ".join(f"{m.sign_frac:.3g}" for m in ms if np.isfinite(m.sign_frac)),
+                       self._stage_domain("first focus", focus), source="reconstruction")
         through = [m.gainer >= 0 for m in ms]
         self._fraction("B6", [m.gainer == self.hub_token for m in ms if m.gainer >= 0],
                        f"{tag}: share of seeds whose most-gaining token θ_c¹ → end of dilution 1 is the hub",
