@@ -9,7 +9,7 @@ else to ``attnflow.x``. The parent packages Python imports implicitly are not ed
 **Layers** (each top-level module is in exactly one; a new module must be placed here):
 
 - ``base``: the page contract every page and report uses (parameters, claims, statistics,
-  seeding, devices, progress bars, display, report protocol, exercises, packaged files);
+  seeding, the run record, devices, progress bars, display, report protocol, exercises, packaged files);
 - ``numerics``: shared models of computation (gradient flow, discrete and batched training,
   plotting style, real data);
 - the two paper packages ``attnflow.sharpening`` and ``attnflow.focus_dilution``;
@@ -42,7 +42,7 @@ PAPERS = ("attnflow.sharpening", "attnflow.focus_dilution")
 # The core layers: every top-level module of attnflow that is not a paper package.
 LAYERS: dict[str, set[str]] = {
     "base": {"attnflow", "attnflow.params", "attnflow.claims", "attnflow.stats", "attnflow.seeding",
-             "attnflow.device", "attnflow.progress", "attnflow.display", "attnflow.report",
+             "attnflow.record", "attnflow.device", "attnflow.progress", "attnflow.display", "attnflow.report",
              "attnflow.exercises", "attnflow.resources"},
     "numerics": {"attnflow.flow", "attnflow.train", "attnflow.sweep", "attnflow.plotting", "attnflow.data"},
     "tooling": {"attnflow.runner", "attnflow.cli", "attnflow.cli_sweep", "attnflow.cli_export",

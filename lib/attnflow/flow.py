@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
+from attnflow.record import Run
+
 __all__ = ["integrate", "solve", "FlowResult", "FlowError", "FlowDiverged", "Flattener"]
 
 METHODS = ("LSODA", "BDF", "Radau", "RK45", "DOP853")
@@ -35,19 +37,42 @@ class FlowDiverged(FlowError):
 
 
 @dataclass
-class FlowResult:
-    """Trajectory at the requested times plus solver statistics."""
+class FlowResult(Run):
+    """Trajectory at the requested times plus solver statistics: a :class:`~attnflow.record.Run`
+    whose ``t`` are the requested times (n_times,) and whose ``quantities`` are the named parameters
+    name -> (n_times, *shape) once the state has names (:meth:`named`, as ``integrate`` does), or
+    the flat state ``"y"`` of a plain ODE (``solve``); ``y`` is always the flat state."""
 
-    t: np.ndarray                                  # (n_times,)
     y: np.ndarray                                  # (n_times, n_state) flat state
     nfev: int                                      # right-hand-side evaluations
     njev: int                                      # Jacobian evaluations
-    wall_s: float
     method: str
     t_events: list[np.ndarray] = field(default_factory=list)
     y_events: list[np.ndarray] = field(default_factory=list)
     sol: Callable | None = None                    # dense output, flat state at any t
     flattener: "Flattener | None" = None
+
+    def __post_init__(self):
+        if self.flattener is not None:
+            self.named(self.flattener)
+        elif not self.quantities:
+            self.quantities = {"y": self.y}                                   # (n_times, n_state)
+
+    def named(self, flattener: "Flattener") -> "FlowResult":
+        """Give the flat state its names: keeps ``flattener``; ``quantities`` become the named
+        parameters name -> (n_times, *shape) (numpy views of ``y``)."""
+        if "t" in flattener.layout:
+            raise ValueError("a parameter named 't' would hide the flow record's time axis ('t'); rename it")
+        self.flattener = flattener
+        T = len(self.t)
+        self.quantities = {n: self.y[:, sl].reshape(T, *shp) for n, (sl, shp) in flattener.layout.items()}
+        return self
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Named parameters over time, name -> (n_times, *shape) (:meth:`states`)."""
+        if self.flattener is None:
+            raise LookupError("this flow's state has no names (flow.solve of a plain ODE); read quantity('y')")
+        return self.states()
 
     def state(self, i: int) -> dict[str, torch.Tensor]:
         """Named parameters at the i-th requested time."""
@@ -156,6 +181,7 @@ def solve(
         t_events=list(sol.t_events or []),
         y_events=list(sol.y_events or []),
         sol=sol.sol,
+        meta=dict(rtol=rtol, atol=atol, t0=t0, jacobian=jac is not None),
     )
 
 
@@ -213,8 +239,7 @@ def integrate(
         rhs, fl.flatten(theta0).numpy(), t_eval, jac=jac if jacobian else None, method=method,
         rtol=rtol, atol=atol, events=wrapped, dense_output=dense_output,
     )
-    res.flattener = fl
-    return res
+    return res.named(fl)
 
 
 def loss_along(result: FlowResult, loss: Callable[[dict[str, torch.Tensor]], torch.Tensor]) -> np.ndarray:

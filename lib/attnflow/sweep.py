@@ -48,7 +48,9 @@ import numpy as np
 import torch
 
 from attnflow import device as devices
+from attnflow import seeding
 from attnflow.progress import progress
+from attnflow.record import Run
 from attnflow.train import OPTIMIZERS, TrainingDiverged
 
 __all__ = ["Stacked", "SweepRun", "train", "minibatches", "OPTIMIZERS", "TrainingDiverged"]
@@ -70,19 +72,20 @@ class Stacked:
 
 
 @dataclass
-class SweepRun:
-    """What a batched run recorded. Arrays are (n_records, P) or (P,), models in sweep order."""
+class SweepRun(Run):
+    """What a batched run recorded: a :class:`~attnflow.record.Run` whose ``t`` are the recorded
+    steps (R,) and whose ``quantities`` are the full training loss ``"loss"`` and the objective's
+    statistics, each (R, P) (NaN once a model is frozen), models in sweep order; ``meta`` holds the
+    training settings. ``steps``, ``loss`` and ``stats`` read them under their historical names;
+    :meth:`final` is each model's value where it stopped (``loss_final``, ``stats_final``). The
+    other arrays are (P,)."""
 
-    steps: np.ndarray                        # (R,) recorded steps
-    loss: np.ndarray                         # (R, P) full training loss (NaN once frozen)
-    stats: dict[str, np.ndarray]             # name -> (R, P) objective statistics (NaN once frozen)
     stopped_at: np.ndarray                   # (P,) step of the matched loss (−1: never reached)
     diverged: np.ndarray                     # (P,) bool: loss became NaN/inf (on_diverge="mark")
     loss_final: np.ndarray                   # (P,) loss at the stop step (or at the last step)
     stats_final: dict[str, np.ndarray]       # name -> (P,) statistics at the stop (or last) step
     params: dict[str, torch.Tensor]          # name -> (P_g, ...) final (frozen) parameters
     steps_run: int                           # optimizer steps actually taken
-    wall_s: float
     target_loss: float | None = None
     labels: list[str] = field(default_factory=list)
     checkpoints: dict[float, dict] = field(default_factory=dict)   # level -> {"step": (P,), "params": {...}}
@@ -90,17 +93,42 @@ class SweepRun:
     records: dict[str, list] = field(default_factory=dict)   # key -> one value of ``record`` per recorded step
 
     @property
+    def steps(self) -> np.ndarray:
+        """(R,) the recorded steps (the time axis ``t``)."""
+        return self.t
+
+    @property
+    def loss(self) -> np.ndarray:
+        """(R, P) full training loss at the recorded steps (NaN once frozen)."""
+        return self.quantities["loss"]
+
+    @property
+    def stats(self) -> dict[str, np.ndarray]:
+        """name -> (R, P) objective statistics at the recorded steps (NaN once frozen)."""
+        return {k: v for k, v in self.quantities.items() if k != "loss"}
+
+    @property
     def reached(self) -> np.ndarray:
         """(P,) bool: the model reached the target loss."""
         return self.stopped_at >= 0
 
+    def final(self, name: str) -> np.ndarray:
+        """(P,) quantity ``name`` of each model where it stopped (at its matched loss, its step
+        limit or the last step): ``loss_final``, or ``stats_final[name]``."""
+        if name == "loss":
+            return self.loss_final
+        if name in self.stats_final:
+            return self.stats_final[name]
+        return super().final(name)
+
 
 def minibatches(n_samples: int, batch_size: int, seed: int) -> "Callable[[], torch.Tensor]":
     """A stream of minibatch indices (without replacement within an epoch, reshuffled per
-    epoch); the same seed gives the same stream, so a looped run can replay it."""
+    epoch) from the ``minibatch`` stream of ``seed`` (``attnflow.seeding``); the same seed gives the
+    same stream, so a looped run can replay it."""
     if not 1 <= batch_size <= n_samples:
         raise ValueError(f"parameter 'batch_size': received {batch_size!r}; allowed: an integer in [1, {n_samples}]")
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = seeding.generator(seeding.stream(seed, "minibatch"))
     state = {"perm": torch.randperm(n_samples, generator=gen), "pos": 0}
 
     def draw() -> torch.Tensor:
@@ -285,10 +313,17 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                 sq[n] = torch.where(m, new_s, sq[n])
                 count[n] = count[n] + on.to(count[n].dtype)
         steps_run = step + 1
-    stats = {k: np.asarray(v) for k, v in rec_stats.items()}
-    return SweepRun(np.asarray(rec_steps), np.asarray(rec_loss), stats, stopped_at, diverged, loss_final,
-                    stats_final, {n: p.detach() for n, p in params.items()}, steps_run,
-                    time.perf_counter() - t0, target_loss, labels, snaps, diverged_at, rec_hook)
+    if "loss" in rec_stats:
+        raise ValueError("the objective returned a statistic named 'loss'; that name is the training loss "
+                         "of the record, rename the statistic")
+    quantities = {"loss": np.asarray(rec_loss), **{k: np.asarray(v) for k, v in rec_stats.items()}}   # (R, P) each
+    meta = dict(optimizer=optimizer, steps=steps, batch_size=batch_size, eval_every=eval_every,
+                record_every=record_every, momentum=momentum, weight_decay=weight_decay, seed=seed, desc=desc)
+    return SweepRun(t=np.asarray(rec_steps), quantities=quantities, wall_s=time.perf_counter() - t0, meta=meta,
+                    stopped_at=stopped_at, diverged=diverged, loss_final=loss_final, stats_final=stats_final,
+                    params={n: p.detach() for n, p in params.items()}, steps_run=steps_run,
+                    target_loss=target_loss, labels=labels, checkpoints=snaps, diverged_at=diverged_at,
+                    records=rec_hook)
 
 
 def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):

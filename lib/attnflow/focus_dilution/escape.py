@@ -61,7 +61,7 @@ def mode_split(run: FlowRun, index: int) -> tuple[float, float]:
     qs = run.quantities
     U, _, Vt = np.linalg.svd(M_perp(qs["A"][index], qs["P_hat"][index], run.chain))
     x, y = U[:, 0], Vt[0]                                                     # (d,), (d,)
-    states = run.result.states()
+    states = run.parameters()
     u = qs["u"][index]                                                        # (m,)
     proj = np.eye(len(u)) - np.outer(u, u)                                    # (m, m)
     p = proj @ (states["W0"][index].numpy().T @ x)                            # (m,)

@@ -14,6 +14,7 @@ import torch
 
 from attnflow.focus_dilution import closed_forms, model
 from attnflow.focus_dilution.model import PopulationLoss
+from attnflow.record import Run
 
 __all__ = ["quantities", "Trajectory", "fit_rate", "cos", "effective_rank", "first_time", "level_times"]
 
@@ -110,21 +111,16 @@ def level_times(t: np.ndarray, loss: np.ndarray, upper: float, lower: float, fra
 
 
 @dataclass
-class Trajectory:
-    """A flow with its stage quantities ``quantities`` (name → (T, …) arrays, see :func:`quantities`)."""
+class Trajectory(Run):
+    """A flow or a training with its stage quantities: a :class:`~attnflow.record.Run` whose
+    ``quantities`` are those of :func:`quantities` (name → (T, …) arrays); ``nfev`` counts the
+    gradient evaluations of a flow. ``at``, ``quantity``, ``final`` … are the record's accessors."""
 
-    t: np.ndarray
-    quantities: dict[str, np.ndarray]
     nfev: int = 0
-    wall_s: float = 0.0
 
     @classmethod
     def from_flow(cls, result, loss: PopulationLoss) -> "Trajectory":
         return cls(t=result.t, quantities=quantities(result.states(), loss), nfev=result.nfev, wall_s=result.wall_s)
-
-    def at(self, time: float) -> int:
-        """Index of the stored time closest to ``time``."""
-        return int(np.argmin(np.abs(self.t - time)))
 
     def rate(self, key: str, t0: float, t1: float) -> float:
         """Fitted growth rate of ``key`` on [t0, t1] (see :func:`fit_rate`)."""

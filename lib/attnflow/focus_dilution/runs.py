@@ -35,11 +35,18 @@ def time_grid(horizon: float, fine_until: float = 300.0, fine_dt: float = 1.0, c
 
 @dataclass
 class FlowRun(measure.Trajectory):
-    """A measured trajectory plus what produced it."""
+    """A measured population flow plus what produced it (``meta``: the solver and model settings;
+    ``result``: the raw :class:`~attnflow.flow.FlowResult`, itself a record of the named states)."""
 
     chain: MarkovChain | None = None
     loss_fn: PopulationLoss | None = None
     result: flow.FlowResult | None = None
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """θ over time, name → (T, *shape) float64 (the flow result's states)."""
+        if self.result is None:
+            raise LookupError("this FlowRun keeps no flow result, hence no parameters over time")
+        return self.result.states()
 
 
 def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float = 1e-3, seed: int = 1,
@@ -67,7 +74,8 @@ def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float =
     loss = PopulationLoss(chain, score_scale)
     if t_eval is None:
         t_eval = time_grid(horizon if horizon is not None else 3e4)
-    if theta0 is None:
+    default_init = theta0 is None
+    if default_init:
         theta0 = init_params(chain.d, d_model, init_scale, seed)
     theta0 = {n: torch.as_tensor(theta0[n], dtype=torch.float64) for n in PARAM_NAMES}
     with single_threaded():
@@ -81,10 +89,12 @@ def population_flow(chain: MarkovChain, *, d_model: int = 8, init_scale: float =
             res = flow.solve(lambda t, y: -grad(y), fl.flatten(theta0).numpy(), t_eval,
                              jac=lambda t, y: -hess(torch.from_numpy(y)).numpy(), method=method,
                              rtol=rtol, atol=atol, dense_output=dense_output)
-            res.flattener = fl
+            res.named(fl)
         stage_quantities = measure.quantities(res.states(), loss)
-    return FlowRun(t=res.t, quantities=stage_quantities, nfev=res.nfev, wall_s=res.wall_s, chain=chain, loss_fn=loss,
-                   result=res)
+    meta = dict(d_model=int(theta0["W0"].shape[1]), init_scale=init_scale, seed=seed, score_scale=score_scale,
+                method=method, rtol=rtol, atol=atol, gradient=gradient, from_theta0=not default_init)
+    return FlowRun(t=res.t, quantities=stage_quantities, nfev=res.nfev, wall_s=res.wall_s, meta=meta, chain=chain,
+                   loss_fn=loss, result=res)
 
 
 def euler_flow(loss: PopulationLoss, theta0: dict[str, torch.Tensor], dt: float, t_end: float,

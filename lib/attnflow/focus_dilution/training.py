@@ -87,7 +87,8 @@ class TrainRun(measure.Trajectory):
     of ``measure.quantities`` evaluated on the trained θ with the population model of ``chain``
     (``quantities["loss"]`` is the population loss); ``train_loss`` is the loss on the training rows;
     ``data_hub_attention`` / ``data_low_hub_attention`` the attention mass on hub positions in the
-    training contexts (all queries / non-hub queries)."""
+    training contexts (all queries / non-hub queries). ``meta`` (also read as ``settings``) holds
+    the training settings; :meth:`parameters` gives θ over time as for a flow."""
 
     step: np.ndarray = None                     # (T,)
     train_loss: np.ndarray = None               # (T,)
@@ -96,15 +97,15 @@ class TrainRun(measure.Trajectory):
     states: dict = field(default_factory=dict)  # name -> (T, *shape) float64
     chain: MarkovChain | None = None
     label: str = ""
-    settings: dict = field(default_factory=dict)
 
     @property
-    def result(self):
-        """The recorded states behind the flow result's interface (``run.result.states()``), so code
-        written for a ``runs.FlowRun`` reads a trained run alike."""
-        from types import SimpleNamespace
+    def settings(self) -> dict:
+        """The training settings (optimizer, lr, steps, …): the record's ``meta``."""
+        return self.meta
 
-        return SimpleNamespace(states=lambda: self.states, t=self.t)
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """θ at the recorded steps, name → (T, *shape) float64 (``states``)."""
+        return self.states
 
 
 def low_hub_attention(A: np.ndarray, pi: np.ndarray, hub: int) -> np.ndarray:
@@ -191,9 +192,9 @@ def train_runs(specs: list[RunSpec], *, optimizer: str = "gd", lr: float = 1.0, 
             data_hub_attention=np.array([v[r] for v in trained.records["hub"]]),
             data_low_hub_attention=np.array([v[r] for v in trained.records["low_hub"]]),
             states=states, chain=spec.chain, label=spec.label,
-            settings=dict(optimizer=optimizer, lr=lr, steps=steps, init_scale=init_scale, d_model=d_model, seed=seed,
-                          score_scale=score_scale, device=str(torch_device), dtype=dtype, rows=spec.examples.rows,
-                          width=m)))
+            meta=dict(optimizer=optimizer, lr=lr, steps=steps, init_scale=init_scale, d_model=d_model, seed=seed,
+                      score_scale=score_scale, device=str(torch_device), dtype=dtype, rows=spec.examples.rows,
+                      width=m)))
     return runs
 
 
@@ -203,8 +204,8 @@ def sharpness(run, times) -> np.ndarray:
     linearisation); past that it runs at the edge of stability and leaves the flow."""
     from attnflow.focus_dilution.model import hessian
 
-    loss = getattr(run, "loss_fn", None) or PopulationLoss(run.chain, run.settings.get("score_scale", 1.0))
-    states = run.result.states() if hasattr(run, "result") and run.result is not None else run.states
+    loss = getattr(run, "loss_fn", None) or PopulationLoss(run.chain, run.meta.get("score_scale", 1.0))
+    states = run.parameters()
     out = []
     for time_ in times:
         i = run.at(time_)

@@ -4,9 +4,11 @@ A sweep is a list of :class:`ModelSpec` (parametrization, r = η_QK/η_OV, seed,
 scale). Each model is built as the theory chapter's ``SelfAttention`` and initialised by its
 ``init_gaussian`` (i.i.d. N(0, σ²), σ = init_scale/√d: random, *not* balanced); the models are
 then stacked per parametrization (:class:`ModelStack`) and trained together by
-``attnflow.sweep.train``. Seed s draws the training/test data from ``generator(s)`` and the
-initial weights from ``generator(s + INIT_SEED_OFFSET)``, so models that differ only in r start
-from the same weights on the same data (paired comparisons).
+``attnflow.sweep.train``. Seed s draws the training/test data from its ``data`` stream and the
+initial weights from its ``sweep_init`` stream (``seeding.stream(s, role)``: s and
+s + INIT_SEED_OFFSET), so models that differ only in r start from the same weights on the same
+data (paired comparisons). :func:`run` returns an :class:`Experiment`, the sweep record
+(``attnflow.record.Run``) with its stack and data.
 
 Training descends the mean cross-entropy through the exact bag-of-tokens forward
 (``ModelStack.bag_forward``); evaluation (:func:`evaluate`) uses the per-position forward, which
@@ -21,7 +23,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from attnflow import seeding, sweep
+from attnflow import record, seeding, sweep
 from attnflow.params import ParameterError
 from attnflow.sharpening import data, metrics
 from attnflow.sharpening.model import PARAMETRIZATIONS
@@ -40,7 +42,7 @@ def stack_batches(task: data.Task, seeds: Sequence[int], n_train: int, n_test: i
     """Per-model training and test sets (P, N, ·), one dataset per seed (shared by its models)."""
     train, test = {}, {}
     for s in sorted(set(seeds)):
-        gen = seeding.generator(s)
+        gen = seeding.generator(seeding.stream(s, "data"))
         train[s], test[s] = data.sample(task, n_train, gen), data.sample(task, n_test, gen)
 
     def stack(batches):
@@ -49,14 +51,19 @@ def stack_batches(task: data.Task, seeds: Sequence[int], n_train: int, n_test: i
     return stack(train), stack(test)
 
 
-@dataclass
-class Experiment:
-    """A trained sweep: specs, the stack, its data and the sweep record."""
+@dataclass(kw_only=True)
+class Experiment(sweep.SweepRun):
+    """A trained sweep: the sweep record (a :class:`~attnflow.sweep.SweepRun`, so a
+    :class:`~attnflow.record.Run`) with the stack and the data that produced it."""
 
     stack: ModelStack
     train: data.Batch      # tokens (P, N, T), targets (P, N), relevant_mask (P, N, T)
     test: data.Batch
-    run: sweep.SweepRun
+
+    @property
+    def run(self) -> sweep.SweepRun:
+        """The sweep record: the experiment itself (``exp.run.params``, ``exp.run.reached`` …)."""
+        return self
 
     @property
     def specs(self) -> list[ModelSpec]:
@@ -105,7 +112,7 @@ def run(specs: Sequence[ModelSpec], task: data.Task = data.Task(), *, n_train: i
                          record_every=record_every, momentum=momentum, weight_decay=weight_decay,
                          on_diverge=on_diverge, labels=stack.labels, checkpoints=checkpoints,
                          step_limits=step_limits, seed=seed)
-    return Experiment(stack, train, test, result)
+    return Experiment(**record.fields_of(result), stack=stack, train=train, test=test)
 
 
 def evaluate(exp: Experiment, *, tau_attn: float = 0.5, tau_conf: float = 0.5, k_percents=metrics.AOPC_PERCENTS,

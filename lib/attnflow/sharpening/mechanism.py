@@ -23,6 +23,7 @@ import torch
 
 from attnflow import device as devices
 from attnflow import sweep
+from attnflow.record import Run
 from attnflow.sharpening import experiments
 from attnflow.sharpening.data import Task, population
 from attnflow.sharpening.model import ModelConfig, SelfAttention, circuits
@@ -82,14 +83,18 @@ def full_model_at_matched_loss(parametrization: str, task: Task, *, lr_ratio: fl
 
 
 @dataclass
-class SampledRun:
+class SampledRun(Run):
     """One GD run of :func:`sampled_at_loss`: the measurements at the matched loss, or why there are none.
 
     ``status`` is ``"reached"`` (the training loss dropped below the target), ``"overshot"`` (it
     did, but one step jumped more than ``MATCH_RTOL`` of the target below it, so the run is not at
     the matched loss: the step is too large), ``"diverged"`` (a non-finite loss, or a loss that
     rose well above its minimum: the step is above the stability limit of GD) or ``"slow"``
-    (still decreasing after ``max_steps``)."""
+    (still decreasing after ``max_steps``).
+
+    It is a :class:`~attnflow.record.Run` of that model's training: ``t`` its recorded steps up to
+    where it ended, ``quantities`` its training loss, accuracy and relevant attention there (the
+    sweep record's columns); the fields are the measurements at the matched loss."""
 
     parametrization: str
     lr_ratio: float
@@ -104,13 +109,6 @@ class SampledRun:
     @property
     def reached(self) -> bool:
         return self.status == "reached"
-
-    def keys(self):
-        """The measurements as a mapping (``{**run}``): p, accuracy, steps, loss."""
-        return ("p", "accuracy", "steps", "loss")
-
-    def __getitem__(self, key: str):
-        return getattr(self, key)
 
 
 UNSTABLE_RISE = 1.5   # a loss this many times above its running minimum marks an unstable step
@@ -132,9 +130,10 @@ def sampled_runs(runs: Sequence[tuple[str, float, int]], task: Task, *, n_sample
     η_QK = r·η_OV, until the training loss first drops below ``loss_target`` (spec §8.2), for
     every (parametrization, r, seed) of ``runs``, trained together by ``attnflow.sweep.train``.
 
-    Each model is independent: data from ``generator(seed)`` (the models of a seed share it),
-    init from ``generator(seed + 1)``; the stack only batches the arithmetic. A model stops at
-    the first step whose training loss, evaluated before that step's update, is < the target
+    Each model is independent: data from its seed's ``data`` stream (the models of a seed share
+    it), init from its ``init`` stream (``seeding.stream``: seed and seed + 1); the stack only
+    batches the arithmetic. A model stops at the first step whose training loss, evaluated
+    before that step's update, is < the target
     (``strict_target``), as a single-model loop with torch's SGD that stops there would
     (``tests/test_mechanism_batched.py`` checks the two agree). Returns a :class:`SampledRun` per
     run, in order, with the mean attention mass on the distinct (relevant) tokens and the
@@ -143,7 +142,7 @@ def sampled_runs(runs: Sequence[tuple[str, float, int]], task: Task, *, n_sample
     stability limit: lower ``gd_lr`` or r) or a loss still falling (raise ``max_steps``).
     """
     specs = [ModelSpec(name, float(r), int(seed), lr_ov=lr_ov, init_scale=init_std) for name, r, seed in runs]
-    stack = ModelStack(specs, task, dtype=devices.EXPERIMENT_DTYPE, device=device, init_seed_offset=1)
+    stack = ModelStack(specs, task, dtype=devices.EXPERIMENT_DTYPE, device=device, init_stream="init")
     batch, _ = experiments.stack_batches(task, [sp.seed for sp in specs], n_samples, 1, stack.device)  # (P, N, ·)
     every = max(1, max_steps // 200)
     rec = sweep.train(experiments._objective(stack, batch), stack.tensors, len(specs), optimizer="gd", steps=max_steps,
@@ -157,19 +156,24 @@ def _sampled_run(sp, rec, i: int, grid: np.ndarray, stack, batch, loss_target: f
     """The :class:`SampledRun` of model i of a sweep record ``rec``."""
     name, r, seed = sp.parametrization, sp.lr_ratio, sp.seed
     rates = f"η_OV = {sp.lr_ov:g}, η_QK = {sp.lr_qk:g}"
+    end = rec.stopped_at[i] if rec.reached[i] else rec.diverged_at[i] if rec.diverged[i] else max_steps
+    rows = rec.steps <= end                                             # (R,) the records of this model's run
+    curves = dict(t=rec.steps[rows], quantities={k: v[rows, i] for k, v in rec.quantities.items()}, wall_s=rec.wall_s,
+                  meta=dict(label=rec.labels[i], lr_ov=sp.lr_ov, lr_qk=sp.lr_qk, init_scale=sp.init_scale,
+                            loss_target=loss_target, max_steps=max_steps))
     if rec.diverged[i]:
-        return SampledRun(name, r, seed, "diverged", message=(
+        return SampledRun(name, r, seed, "diverged", **curves, message=(
             f"GD unstable ({rates}): the training loss is not finite at step {rec.diverged_at[i]}; the step is "
             f"above the stability limit, lower gd_lr"))
     if not rec.reached[i]:
         steps, loss = rec.steps[grid], rec.loss[grid, i]
         i_min = int(np.argmin(loss))
         if loss[-1] > UNSTABLE_RISE * loss[i_min]:
-            return SampledRun(name, r, seed, "diverged", loss=float(loss[-1]), message=(
+            return SampledRun(name, r, seed, "diverged", **curves, loss=float(loss[-1]), message=(
                 f"GD unstable ({rates}): the training loss rose from its minimum {loss[i_min]:.3g} (step "
                 f"{steps[i_min]}) to {loss[-1]:.3g} at step {steps[-1]}; the step is above the "
                 f"stability limit of GD, lower gd_lr"))
-        return SampledRun(name, r, seed, "slow", loss=float(loss[-1]), message=(
+        return SampledRun(name, r, seed, "slow", **curves, loss=float(loss[-1]), message=(
             f"the training loss is still {loss[-1]:.3g} > {loss_target:g} after {max_steps} steps ({rates}); "
             f"raise max_steps"))
     model = stack.model(i, rec.params)                                  # float32 SelfAttention at the stop step
@@ -180,7 +184,7 @@ def _sampled_run(sp, rec, i: int, grid: np.ndarray, stack, batch, loss_target: f
         acc = float((out.logits.argmax(-1) == targets).float().mean())
     loss, step = float(rec.loss_final[i]), int(rec.stopped_at[i])
     if loss < (1 - MATCH_RTOL) * loss_target:
-        return SampledRun(name, r, seed, "overshot", p=mass, accuracy=acc, steps=step, loss=loss, message=(
+        return SampledRun(name, r, seed, "overshot", **curves, p=mass, accuracy=acc, steps=step, loss=loss, message=(
             f"one GD step ({rates}) took the training loss from above {loss_target:g} to {loss:.3g} at step {step}: "
             f"not at the matched loss, the step is too large (lower gd_lr)"))
-    return SampledRun(name, r, seed, "reached", p=mass, accuracy=acc, steps=step, loss=loss)
+    return SampledRun(name, r, seed, "reached", **curves, p=mass, accuracy=acc, steps=step, loss=loss)

@@ -34,6 +34,7 @@ import torch
 from attnflow import device as devices, seeding, sweep
 from attnflow.data import ClassificationSet, WordTokenizer
 from attnflow.params import ParameterError
+from attnflow.record import fields_of
 from attnflow.sharpening import metrics
 from attnflow.sharpening.contracts import REAL_OPTIMIZERS
 from attnflow.sharpening.model import QK_NAMES, Output, circuits, effective_circuits, parameter_names
@@ -46,6 +47,7 @@ PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
 DATASETS = ("squad", "hatexplain", "sva")
 LOWERCASE = {"squad": False, "hatexplain": True, "sva": True}   # SQuAD keeps case: answers are names
 TITLES = {"squad": "SQuAD", "hatexplain": "HateXplain", "sva": "SVA"}
+SUBSET_SEED = 0   # fixed random subsets: training rows from its data stream, held-out rows from its eval stream
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def encode(ds: ClassificationSet, split: str, tok: WordTokenizer, max_len: int, 
 
 def init_params(cfg: RealConfig, seed: int, dtype=torch.float32) -> dict[str, torch.Tensor]:
     """One model's parameters, each (1, ...): E ~ N(0, 1/d); circuit entries ~ N(0, (init_scale/√d)²)."""
-    gen = seeding.generator(seed)
+    gen = seeding.generator(seeding.stream(seed, "real_init"))
     out = {}
     for name, shape in cfg.shapes().items():
         std = 1.0 if name == "emb" else cfg.init_scale
@@ -170,20 +172,22 @@ def _loss_stats(out: Output, data: Encoded, cfg: RealConfig) -> tuple[torch.Tens
     return -true.sum(-1), correct, rel
 
 
-@dataclass
-class RealRun:
-    """A trained sweep over r × seed (one optimizer): its configuration, data and record."""
+@dataclass(kw_only=True)
+class RealRun(sweep.SweepRun):
+    """A trained sweep over r × seed (one optimizer): the sweep record (a
+    :class:`~attnflow.sweep.SweepRun`, so a :class:`~attnflow.record.Run`) with its configuration
+    and data; ``record`` is the record itself, ``params`` its trained parameters."""
 
     cfg: RealConfig
     lr_ratios: list[float]     # (P,) r of each model
     seeds: list[int]           # (P,) init seed of each model (paired across r)
     optimizer: str
     train: Encoded
-    record: sweep.SweepRun
 
     @property
-    def params(self) -> dict[str, torch.Tensor]:
-        return self.record.params
+    def record(self) -> sweep.SweepRun:
+        """The sweep record: the run itself (``result.record.loss_final`` …)."""
+        return self
 
 
 def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequence[int], *, optimizer: str,
@@ -225,7 +229,8 @@ def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequ
     record = sweep.train(objective, tensors, len(specs), optimizer=optimizer, steps=steps, batch_size=batch_size,
                          n_samples=n, eval_every=max(1, steps // evals), record_every=1, momentum=momentum,
                          weight_decay=weight_decay, seed=min(seeds), labels=labels, desc=f"{optimizer} sweep")
-    return RealRun(cfg, [r for r, _ in specs], [s for _, s in specs], optimizer, train, record)
+    return RealRun(**fields_of(record), cfg=cfg, lr_ratios=[r for r, _ in specs], seeds=[s for _, s in specs],
+                   optimizer=optimizer, train=train)
 
 
 def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf: float = 0.5,
@@ -316,9 +321,9 @@ def experiment(ds: ClassificationSet, cfg) -> RealExperiment:
     """Tokenize a loaded set (``attnflow.data.load``), train every optimizer of ``cfg`` (a page's
     validated parameters) over r × seeds, and evaluate on the held-out split."""
     tok = ds.tokenizer(cfg.vocab_size, lowercase=LOWERCASE[ds.name])
-    train = encode(ds, "train", tok, cfg.max_len, cfg.n_train, seed=0)
-    test = encode(ds, "test", tok, cfg.max_len, cfg.n_test, seed=1) if "test" in ds.splits else \
-        encode(ds, "validation", tok, cfg.max_len, cfg.n_test, seed=1)
+    train = encode(ds, "train", tok, cfg.max_len, cfg.n_train, seed=seeding.stream(SUBSET_SEED, "data"))
+    held_out = "test" if "test" in ds.splits else "validation"
+    test = encode(ds, held_out, tok, cfg.max_len, cfg.n_test, seed=seeding.stream(SUBSET_SEED, "eval"))
     model = RealConfig(cfg.parametrization, len(tok), 0 if ds.task == "span" else len(ds.label_names), cfg.d_model,
                        cfg.d_head, ds.task, init_scale=cfg.init_scale)
     runs, res = {}, {}

@@ -26,6 +26,7 @@ from scipy.special import expi
 
 from attnflow import flow
 from attnflow.params import ParameterError
+from attnflow.record import Run
 from attnflow.sharpening.model import circuits
 
 __all__ = ["ReducedSystem", "ReducedRun", "solve", "time_grid", "HorizonError"]
@@ -166,33 +167,47 @@ class ReducedSystem:
 
 
 @dataclass
-class ReducedRun:
-    """A solved reduced trajectory with the solver's statistics and the matched-loss event."""
+class ReducedRun(Run):
+    """A solved reduced trajectory with the solver's statistics and the matched-loss event: a
+    :class:`~attnflow.record.Run` with ``t`` (n_times,) and the quantities ``a``, ``b`` (the
+    state) and ``p``, ``s``, ``odds`` (attention on the distinct token, correct-class
+    probability, attention odds eᵇ/n), each (n_times,), also read as attributes."""
 
     system: ReducedSystem
-    t: np.ndarray               # (n_times,)
-    a: np.ndarray               # (n_times,)
-    b: np.ndarray               # (n_times,)
     nfev: int                   # right-hand-side evaluations
     njev: int                   # Jacobian evaluations
-    wall_s: float
     method: str
     log_time: bool
     matched: float | None = None                     # s level of the matched-loss event
     event: dict | None = field(default=None)         # t, a, b, p at the first s = matched
 
+    @classmethod
+    def of(cls, system: ReducedSystem, t: np.ndarray, a: np.ndarray, b: np.ndarray, **fields) -> "ReducedRun":
+        """The run of ``system`` through the states (a, b) at times t, its quantities computed."""
+        quantities = {"a": a, "b": b, "p": system.attention(b), "s": system.p_correct(a, b),
+                      "odds": np.exp(b) / system.n_compete}
+        return cls(system=system, t=t, quantities=quantities, **fields)
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.quantities["a"]
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.quantities["b"]
+
     @property
     def p(self) -> np.ndarray:
-        return self.system.attention(self.b)
+        return self.quantities["p"]
 
     @property
     def s(self) -> np.ndarray:
-        return self.system.p_correct(self.a, self.b)
+        return self.quantities["s"]
 
     @property
     def odds(self) -> np.ndarray:
         """Attention odds eᵇ/n = p/(1 − p)."""
-        return np.exp(self.b) / self.system.n_compete
+        return self.quantities["odds"]
 
     def drift(self) -> float:
         """max_t |(Ψ − rΦ)(t) − (Ψ − rΦ)(0)| (Theorem 3)."""
@@ -200,11 +215,8 @@ class ReducedRun:
         return float(np.max(np.abs(inv - inv[0])))
 
     def at(self, t: float) -> dict:
-        """State at a stored time (exact match required)."""
-        i = int(np.argmin(np.abs(self.t - t)))
-        if not math.isclose(self.t[i], t, rel_tol=1e-9):
-            raise KeyError(f"time {t:g} is not a stored time of this run; pass it in `times`")
-        return {"t": self.t[i], "a": self.a[i], "b": self.b[i], "p": self.p[i], "s": self.s[i], "odds": self.odds[i]}
+        """State at a stored time (exact match required): t, a, b, p, s, odds (:meth:`row`)."""
+        return self.row(t)
 
     def matched_event(self) -> dict:
         if self.event is None:
@@ -262,5 +274,6 @@ def solve(system: ReducedSystem, horizon: float, *, a0: float = 0.1, b0: float =
         te, (ae, be) = res.t_events[0][0], res.y_events[0][0]
         event = {"t": float(np.expm1(te) if log_time else te), "a": float(ae), "b": float(be),
                  "p": float(system.attention(be)), "s": float(system.p_correct(ae, be))}
-    return ReducedRun(system, t, res.y[:, 0], res.y[:, 1], res.nfev, res.njev, res.wall_s, method, log_time,
-                      matched, event)
+    return ReducedRun.of(system, t, res.y[:, 0], res.y[:, 1], nfev=res.nfev, njev=res.njev, wall_s=res.wall_s,
+                         method=method, log_time=log_time, matched=matched, event=event,
+                         meta=dict(a0=a0, b0=b0, horizon=horizon, rtol=rtol, atol=atol))

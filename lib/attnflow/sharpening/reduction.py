@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from attnflow.params import ParameterError
+from attnflow.record import Run
 from attnflow.sharpening.data import Task
 from attnflow.sharpening.model import SelfAttention, effective_circuits
 
@@ -159,20 +160,23 @@ def coordinates(model: SelfAttention, task: Task, theta: dict[str, torch.Tensor]
 
 
 @dataclass
-class Comparison:
-    """Full-model gradient flow vs the reduced ODE it should follow exactly (Proposition 2)."""
+class Comparison(Run):
+    """Full-model gradient flow vs the reduced ODE it should follow exactly (Proposition 2): a
+    :class:`~attnflow.record.Run` on the stored times ``t`` (n_times,) whose quantities, each
+    (n_times,), are ``a_full``, ``b_full`` (the OV and QK scalars of the full model), ``residual``
+    (the full state's distance from the manifold) and ``a_reduced``, ``b_reduced`` (the reduced ODE
+    with the mapped rates), also read as attributes; ``wall_s`` is the full model's flow."""
 
     parametrization: str
-    t: np.ndarray              # (n_times,)
-    a_full: np.ndarray         # (n_times,) OV scalar of the full model
-    b_full: np.ndarray         # (n_times,) QK scalar of the full model
-    residual: np.ndarray       # (n_times,) distance of the full state from the manifold
-    a_reduced: np.ndarray      # (n_times,) reduced ODE with the mapped rates
-    b_reduced: np.ndarray
     lr_ratio_reduced: float      # r' = η_QK'/η_OV' of the equivalent reduced system
     nfev: int                    # full-model gradient evaluations
     njev: int                    # full-model Hessian evaluations
-    wall_s: float
+
+    a_full = property(lambda self: self.quantities["a_full"])
+    b_full = property(lambda self: self.quantities["b_full"])
+    residual = property(lambda self: self.quantities["residual"])
+    a_reduced = property(lambda self: self.quantities["a_reduced"])
+    b_reduced = property(lambda self: self.quantities["b_reduced"])
 
 
 def compare_with_reduced(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, a0: float = 0.1,
@@ -197,21 +201,27 @@ def compare_with_reduced(parametrization: str, task: Task, *, lr_qk: float, lr_o
     system = ReducedSystem(parametrization, qk / ov, const.n_compete, const.n_classes, lr_ov=ov)
     red = solve(system, t_max, a0=a0, b0=b0, t_eval=t_eval, log_time=False, matched=None,
                 rtol=rtol * 0.1, atol=rtol * 1e-3)
-    return Comparison(parametrization, t_eval, a.numpy(), b.numpy(), residual.numpy(), red.a, red.b, qk / ov,
-                      res.nfev, res.njev, res.wall_s)
+    quantities = {"a_full": a.numpy(), "b_full": b.numpy(), "residual": residual.numpy(), "a_reduced": red.a,
+                  "b_reduced": red.b}
+    return Comparison(t=t_eval, quantities=quantities, wall_s=res.wall_s, parametrization=parametrization,
+                      lr_ratio_reduced=qk / ov, nfev=res.nfev, njev=res.njev,
+                      meta=dict(lr_qk=lr_qk, lr_ov=lr_ov, a0=a0, b0=b0, t_max=t_max, rtol=rtol))
 
 
 @dataclass
-class DiscreteRun:
-    """Full-batch GD on the full model (population loss), read in reduced coordinates."""
+class DiscreteRun(Run):
+    """Full-batch GD on the full model (population loss), read in reduced coordinates: a
+    :class:`~attnflow.record.Run` on the model times ``t`` = k h (n_steps + 1,) whose quantities
+    ``a``, ``b`` and ``invariant`` (Ψ(b) − r'Φ(a) of the equivalent reduced system), each
+    (n_steps + 1,), are also read as attributes."""
 
     parametrization: str
     step: float                  # h: θ ← θ − h η ⊙ ∇L, model time t = k h
-    t: np.ndarray                # (n_steps + 1,)
-    a: np.ndarray                # (n_steps + 1,)
-    b: np.ndarray                # (n_steps + 1,)
-    invariant: np.ndarray        # Ψ(b) − r'Φ(a) of the equivalent reduced system
     drift: float                 # max |invariant − invariant[0]|
+
+    a = property(lambda self: self.quantities["a"])
+    b = property(lambda self: self.quantities["b"])
+    invariant = property(lambda self: self.quantities["invariant"])
 
 
 def gd_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, step: float,
@@ -248,7 +258,9 @@ def gd_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: flo
     system = ReducedSystem(parametrization, qk / ov, const.n_compete, const.n_classes, lr_ov=ov)
     a, b = np.asarray(run.records["a"]), np.asarray(run.records["b"])
     inv = system.invariant(a, b)
-    return DiscreteRun(parametrization, step, run.steps * step, a, b, inv, float(np.abs(inv - inv[0]).max()))
+    return DiscreteRun(t=run.steps * step, quantities={"a": a, "b": b, "invariant": inv}, wall_s=run.wall_s,
+                       meta=dict(lr_qk=lr_qk, lr_ov=lr_ov, a0=a0, b0=b0, t_max=t_max), parametrization=parametrization,
+                       step=step, drift=float(np.abs(inv - inv[0]).max()))
 
 
 def curvature_on_manifold(parametrization: str, task: Task, *, lr_qk: float, lr_ov: float = 1.0, a: float,

@@ -13,13 +13,15 @@ softmax(x_qᵀ W x_k)), because the lemma holds for any loss of W = W_Q W_Kᵀ.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from attnflow import flow
+from attnflow import flow, seeding
 from attnflow.params import ParameterError
+from attnflow.record import Run
 
 __all__ = ["PointerTask", "balanced_factors", "lemma_rate", "psd_sqrt", "compare_flows", "scalar_flows"]
 
@@ -34,7 +36,7 @@ class PointerTask:
 
     @classmethod
     def sample(cls, d: int, n_keys: int, n_samples: int, seed: int) -> "PointerTask":
-        g = torch.Generator().manual_seed(seed)
+        g = seeding.generator(seeding.stream(seed, "data"))
         x_q = torch.randn(n_samples, d, generator=g, dtype=torch.float64) / d**0.5
         x_k = torch.randn(n_samples, n_keys, d, generator=g, dtype=torch.float64) / d**0.5
         target = torch.randint(0, n_keys, (n_samples,), generator=g)
@@ -50,7 +52,7 @@ def balanced_factors(d: int, d_h: int, scale: float, seed: int) -> tuple[torch.T
     """W_Q = U S Vᵀ, W_K = U' S Vᵀ with orthonormal U, U' (d×d_h), so W_Qᵀ W_Q = W_Kᵀ W_K."""
     if d_h > d:
         raise ParameterError(f"parameter 'd_h': balanced factors need d_h ≤ d; received d_h={d_h}, d={d}")
-    g = torch.Generator().manual_seed(seed + 1)
+    g = seeding.generator(seeding.stream(seed, "init"))
     U = torch.linalg.qr(torch.randn(d, d_h, generator=g, dtype=torch.float64))[0]        # (d, d_h)
     U2 = torch.linalg.qr(torch.randn(d, d_h, generator=g, dtype=torch.float64))[0]       # (d, d_h)
     V = torch.linalg.qr(torch.randn(d_h, d_h, generator=g, dtype=torch.float64))[0]      # (d_h, d_h)
@@ -90,20 +92,39 @@ def autograd_rate(task: PointerTask, W_q: torch.Tensor, W_k: torch.Tensor, eta: 
     return W_dot, G
 
 
+FLOWS = ("factorized", "rescaled", "collapsed")
+
+
 @dataclass
-class FlowComparison:
-    t: np.ndarray                 # (n_times,)
-    W_factorized: np.ndarray      # (n_times, d, d)   W_Q W_Kᵀ along the factor flow
-    W_rescaled: np.ndarray        # (n_times, d, d)   collapsed flow at the rescaled rate
-    W_collapsed: np.ndarray       # (n_times, d, d)   collapsed flow at the plain rate η
-    balancedness: np.ndarray      # (n_times,)  ‖W_Qᵀ W_Q − W_Kᵀ W_K‖_F along the factor flow
-    loss: dict[str, np.ndarray]   # name -> (n_times,)
-    nfev: dict[str, int]
+class FlowComparison(Run):
+    """The three flows of Lemma 1 on the same stored times: a :class:`~attnflow.record.Run` with
+    ``t`` (n_times,) and the quantities (also read as attributes)
+
+    - ``W_factorized`` (n_times, d, d): W_Q W_Kᵀ along the factor flow;
+    - ``W_rescaled`` (n_times, d, d): the collapsed flow at the rescaled rate;
+    - ``W_collapsed`` (n_times, d, d): the collapsed flow at the plain rate η;
+    - ``balancedness`` (n_times,): drift of W_Qᵀ W_Q − W_Kᵀ W_K (Frobenius) along the factor flow;
+    - ``loss_factorized``, ``loss_rescaled``, ``loss_collapsed`` (n_times,): the loss of each flow
+      (``loss`` reads them as a dict name -> (n_times,)).
+    """
+
+    nfev: dict[str, int]          # right-hand-side evaluations of each flow
+
+    W_factorized = property(lambda self: self.quantities["W_factorized"])
+    W_rescaled = property(lambda self: self.quantities["W_rescaled"])
+    W_collapsed = property(lambda self: self.quantities["W_collapsed"])
+    balancedness = property(lambda self: self.quantities["balancedness"])
+
+    @property
+    def loss(self) -> dict[str, np.ndarray]:
+        """Flow name -> its loss (n_times,)."""
+        return {name: self.quantities[f"loss_{name}"] for name in FLOWS}
 
 
 def compare_flows(task: PointerTask, W_q0: torch.Tensor, W_k0: torch.Tensor, eta: float, t_max: float,
                   n_times: int, rtol: float = 1e-10) -> FlowComparison:
     """Integrate the factor flow, the rescaled collapsed flow and the plain collapsed flow."""
+    start = time.perf_counter()
     t_eval = np.linspace(0.0, t_max, n_times)
     atol = rtol * 1e-2
     fact = flow.integrate(lambda th: task.loss(th["W_q"] @ th["W_k"].T), {"W_q": W_q0, "W_k": W_k0},
@@ -129,9 +150,12 @@ def compare_flows(task: PointerTask, W_q0: torch.Tensor, W_k0: torch.Tensor, eta
     with torch.no_grad():
         losses = {name: np.array([float(task.loss(torch.from_numpy(np.ascontiguousarray(w)))) for w in Ws])
                   for name, Ws in (("factorized", W_fact.numpy()), ("rescaled", W_resc), ("collapsed", W_coll))}
+    quantities = {"W_factorized": W_fact.numpy(), "W_rescaled": W_resc, "W_collapsed": W_coll,
+                  "balancedness": torch.linalg.matrix_norm(imbalance - imbalance[0]).numpy(),
+                  **{f"loss_{name}": losses[name] for name in FLOWS}}
     return FlowComparison(
-        t=t_eval, W_factorized=W_fact.numpy(), W_rescaled=W_resc, W_collapsed=W_coll,
-        balancedness=torch.linalg.matrix_norm(imbalance - imbalance[0]).numpy(), loss=losses,
+        t=t_eval, quantities=quantities, wall_s=time.perf_counter() - start,
+        meta=dict(eta=eta, t_max=t_max, rtol=rtol, atol=atol, method="LSODA"),
         nfev={"factorized": fact.nfev, "rescaled": resc.nfev, "collapsed": coll.nfev},
     )
 
@@ -142,8 +166,11 @@ def attention_loss(b: torch.Tensor, n_compete: int = 9) -> torch.Tensor:
 
 
 def scalar_flows(imbalance: float, eta: float, t_max: float, n_times: int, b0: float = 0.1,
-                 rtol: float = 1e-10) -> dict[str, np.ndarray]:
-    """Scalar case: b = qk from the (q, k) flow vs db/dt = −η√(4b²+δ²) L'(b), same δ and b0."""
+                 rtol: float = 1e-10) -> Run:
+    """Scalar case: b = qk from the (q, k) flow vs db/dt = −η√(4b²+δ²) L'(b), same δ and b0; a
+    :class:`~attnflow.record.Run` with the quantities ``b_factorized``, ``b_rescaled`` and
+    ``imbalance_drift`` (q² − k² − δ along the factor flow), each (n_times,) (``run["t"]`` the times)."""
+    start = time.perf_counter()
     if imbalance < 0:
         raise ParameterError(f"imbalance δ must be ≥ 0 here (k ≤ q), received {imbalance}")
     # q² − k² = δ and qk = b0  →  q² = (δ + √(δ² + 4 b0²))/2
@@ -162,4 +189,5 @@ def scalar_flows(imbalance: float, eta: float, t_max: float, n_times: int, b0: f
 
     red = flow.solve(rhs, np.array([b0]), t_eval, rtol=rtol, atol=rtol * 1e-2)
     drift = (st["q"] ** 2 - st["k"] ** 2).numpy() - imbalance
-    return {"t": t_eval, "b_factorized": b_fac, "b_rescaled": red.y[:, 0], "imbalance_drift": drift}
+    return Run(t=t_eval, quantities={"b_factorized": b_fac, "b_rescaled": red.y[:, 0], "imbalance_drift": drift},
+               wall_s=time.perf_counter() - start, meta=dict(imbalance=imbalance, eta=eta, t_max=t_max, b0=b0, rtol=rtol))

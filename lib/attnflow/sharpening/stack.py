@@ -32,7 +32,7 @@ from attnflow.sharpening.model import forward as model_forward
 
 __all__ = ["ModelSpec", "ModelStack", "Bags", "INIT_SEED_OFFSET", "INITS"]
 
-INIT_SEED_OFFSET = 1_000_003   # init generator seed = data seed + offset (independent streams)
+INIT_SEED_OFFSET = seeding.STREAMS["sweep_init"]   # init generator seed = data seed + offset (the sweep_init stream)
 INITS = ("gaussian", "manifold")
 
 
@@ -71,8 +71,11 @@ class ModelStack:
 
     def __init__(self, specs: Sequence[ModelSpec], task: data.Task, *, attend_self: bool = False,
                  score_scale: float = 1.0, dtype=torch.float32, device: str = "auto",
-                 init_seed_offset: int = INIT_SEED_OFFSET):
-        """``init_seed_offset``: a Gaussian init is drawn from ``generator(seed + init_seed_offset)``."""
+                 init_stream: str = "sweep_init"):
+        """``init_stream``: the seeding role of a Gaussian init, drawn from
+        ``generator(seeding.stream(seed, init_stream))`` (``"sweep_init"`` for the sweeps of
+        ``sharpening.experiments``, ``"init"`` for the sampled mechanism runs)."""
+        seeding.stream(0, init_stream)                     # validates the role (a manifold init draws nothing)
         if not specs:
             raise ParameterError("parameter 'specs': received an empty sweep; allowed: at least one model")
         self.specs, self.task, self.device = list(specs), task, devices.resolve(device)
@@ -84,7 +87,8 @@ class ModelStack:
             if sp.init == "manifold":
                 reduction.init_on_manifold(model, task, sp.init_scale, sp.init_scale)
             else:
-                model.init_gaussian(sp.init_scale / cfg.d ** 0.5, seeding.generator(sp.seed + init_seed_offset))
+                gen = seeding.generator(seeding.stream(sp.seed, init_stream))
+                model.init_gaussian(sp.init_scale / cfg.d ** 0.5, gen)
             self.models.append(model)
         self.cfg = self.models[0].cfg
         self.emb = self.models[0].emb.to(self.device)                           # (V, d)
