@@ -221,12 +221,13 @@ def escape_due(rate: float, t_forecast: float, factor: float = DUE_FACTOR) -> fl
     The forecast is R2's end of the θ_c¹ plateau, linear: the mode's loss drop ½ r a² grows tenfold
     every ln 10 / (2r), and its nonlinear end (attention saturating) delivers less, so the run must
     last ``factor`` decades of drop beyond the forecast. A run shorter than that is outside the
-    claim's domain, decided before the escape is looked for. The condition is necessary, not
-    sufficient: on the WikiText stand-in (smoke, 5 seeds) the attention moves before the forecast
-    (lift 0.1 at t = 42–65) but the loss criterion is met 1.2–3.4× later in plateau time, through
-    the slower growth of W0's second direction (its Hessian rate at the first attention move,
-    0.008–0.019, orders the seeds); no forecast of that second stage is validated yet, so a run due
-    here that is still on the plateau fails (a finding, not hidden)."""
+    claim's domain, decided before the escape is looked for. The clock is R2's, not the loss
+    criterion's: measured from the end of condensation, the loss leaves after 0.9× (WikiText, book
+    defaults: 96 vs 104) to 3.4× the forecast's time (Shakespeare, defaults: 203 vs 92; smoke
+    WikiText seeds 1, 250983, 735707: 132, 152, 155 vs 60, 72, 136), through the slower growth of
+    W0's second direction after the attention has moved (its Hessian rate at the first move,
+    0.008–0.019, orders the smoke seeds). No forecast of that second stage is validated yet, so a
+    run due here that is still on the plateau fails (a finding, not hidden)."""
     return float(t_forecast + factor * np.log(10) / (2 * rate)) if rate > 0 else float("inf")
 
 
