@@ -170,10 +170,14 @@ fig = rep.sweep_figure()
 # *Plateau length (B5).* Same seed at every ε, so the slope is exact up to the detector's
 # edge rule and GD's Euler error on the rate $g$ ($\eta g\approx3\cdot10^{-3}$): 5 %.
 # *Domains.* Each claim is checked only where its theory applies, from the parameters and the
-# state before measuring: the slope needs two values $\epsilon\le10^{-3}$ that focus within the
-# horizon; an escape of width $m\ge2$ needs $\delta>0$ and $\theta_c^2$ reached early enough that the
-# horizon covers the predicted escape, $\ln(10)/(0.027\,\delta)$ later (the slowest rate per unit
-# $\delta$ of the spec's table, for the tenfold growth of $\sigma_2$ the detector calls an escape); the trap needs the $\delta=0$ run at $\theta_c^2$; the escape rate is compared with
+# state before measuring. The slope needs GD, $g>0$, two values $\epsilon\le10^{-3}$ that focus within the
+# horizon, started by the *same* detector signal (on some chains the low-query hub attention rises by about
+# the detector's 0.01, found at some $\epsilon$ only), and one stored interval per focus time within half
+# the tolerance. An escape ($m\ge2$; B9, and B8 on sampled data: $\sigma_2(W_0)$ rises tenfold) needs
+# $\delta>0$, GD, $\theta_c^2$ reached with $\sigma_2(W_0)\le0.01$, and R5's forecast from the end of the
+# first dilution: GD continued on $\mathcal M_1$ gives the rate $\sigma_{\max}(M(t))$, $M$ the drive of
+# the run's own rows, and $\int\sigma_{\max}dt$ to the horizon must exceed $\log(10\sigma_2/|\alpha|)+\log2$
+# ($|\alpha|$: the growing mode's amplitude). The trap needs the $\delta=0$ run at $\theta_c^2$; the escape rate is compared with
 # the spec's table only on the spec's chain and where the linear transverse regime of R5 is
 # actually entered (the conditions of {doc}`escape`: $\sigma_2(W_0)$ crosses the window after the
 # first dilution, the growing mode starts above the $O(\epsilon)$ transverse level — with another
@@ -185,9 +189,8 @@ fig = rep.sweep_figure()
 # and are printed to three significant digits; the window rule is the spec's. Tolerance 2 %.
 # *Trap (B8)*: $\sigma_2(W_0)$ below 0.01 at the horizon for the population run at δ = 0, and on the
 # plateau its log changes at a rate within $10^{-5}$ of zero (numerical zero: the population
-# transverse drive is $10^{-7}$, spec R5); the sampled runs must reach $\theta_c^2$ and then
-# grow $\sigma_2(W_0)$ tenfold: the 95 % interval of the seed mean of $\log_{10}$ of the growth lies
-# above 1 (≥ 3 seeds; the spread between data seeds sets the interval).
+# transverse drive is $10^{-7}$, spec R5); on sampled data, at least 2/3 of the seeds on which the
+# drive of their own rows predicts a tenfold $\sigma_2(W_0)$ (≥ 3 such seeds) must show it.
 # *Adam (B3, B6)*: alignment of $W_0$ with $\pi$ above 0.999 for GD, below 0.99 for Adam; no focus
 # for Adam. The remaining checks are signs and stage sequences.
 
