@@ -1,14 +1,17 @@
 """One run record (issue 14): every flow and training of both papers returns an
 ``attnflow.record.Run`` and answers its accessors; one seeding policy (``attnflow.seeding``)."""
+import ast
 import dataclasses
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import attnflow as attnflow_lib
 from attnflow import flow, focus_dilution, record, seeding, sharpening, sweep
 from attnflow.focus_dilution import chain as chains
 from attnflow.focus_dilution import measure, runs, training
@@ -153,3 +156,25 @@ def test_seeded_draws_follow_the_streams():
     assert torch.equal(a.x_q, torch.randn(5, 3, generator=g, dtype=torch.float64) / 3 ** 0.5)
     draw = sweep.minibatches(10, 4, seed=5)
     assert torch.equal(draw(), torch.randperm(10, generator=torch.Generator().manual_seed(5))[:4])
+
+
+# Call sites that still add an offset to a seed themselves, each with its role (files of other changes).
+OFFSET_SITES = {"focus_dilution/realtext.py": "the real-text evaluation windows: seed + 1 = stream(seed, 'eval')"}
+
+
+def test_no_seed_offset_outside_the_seeding_policy():
+    """No library code writes ``seed + <number>``: a draw's seed is ``seeding.stream(seed, role)``."""
+    lib = Path(attnflow_lib.__file__).parent
+    found = []
+    for path in sorted(lib.rglob("*.py")):
+        rel = path.relative_to(lib).as_posix()
+        if rel == "seeding.py" or rel in OFFSET_SITES:
+            continue
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+                sides = (node.left, node.right)
+                if any(isinstance(s, ast.Constant) and isinstance(s.value, int) for s in sides) and \
+                        any("seed" in (ast.get_source_segment(source, s) or "").lower() for s in sides):
+                    found.append(f"{rel}:{node.lineno}: {ast.get_source_segment(source, node)}")
+    assert not found, f"seed offsets written at the call site (use seeding.stream): {found}"
