@@ -98,7 +98,7 @@ def test_scalar_reduction_report_small(ledger):
 
 
 # ---------------------------------------------------------------------------------------------- Theorem 3
-LINE = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e3, rtol=1e-10,
+LINE = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e5, rtol=1e-10,
             parametrizations=["CACO"], n_common=2, gd_lr_ratio=1.0, gd_steps=[0.2, 0.1], gd_time=2.0)
 
 
@@ -119,6 +119,17 @@ def test_line_theorem_report_small(ledger):
     rep.check_claims()
     verdicts = [r["verdict"] for k, r in read().items() if "spec's configuration" in k]
     assert verdicts == ["outside"]
+    # the spec's bound is read over its horizon t ≤ 1e5: a shorter run does not cover it (outside), a
+    # longer one is read up to there (drift_until), so it is the same number as the 1e5 run's
+    rep.rtol_used, rep.horizon_used = 1e-10, 1e3
+    read = ledger("test/line3")
+    rep.check_claims()
+    recs = [r for k, r in read().items() if "spec's configuration" in k]
+    assert [r["verdict"] for r in recs] == ["outside"] and "horizon ≥ 1e5" in recs[0]["reason"]
+    from attnflow.sharpening.reports.line_theorem import drift_until
+
+    run = rep.runs[("CACO", 10.0)]
+    assert drift_until(run, 1e5) == run.drift() and drift_until(run, 1e2) <= run.drift()
 
 
 def test_line_theorem_gd_above_the_stability_limit_is_outside(ledger):
