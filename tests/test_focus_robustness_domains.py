@@ -92,3 +92,18 @@ def test_forecast_of_a_short_run(chain):
     assert fc_mid.t_start == 30.0 and fc_mid.sigma2 == pytest.approx(run.quantities["sigma2"][run.at(30.0)])
     assert 0.0 <= fc_mid.amplitude <= np.linalg.norm(run.states["W0"][run.at(30.0)].numpy()) + \
         np.linalg.norm(run.states["W1"][run.at(30.0)].numpy())
+
+
+# ----------------------------------------------------------------------------- B3: Adam's point told apart from GD's
+@pytest.mark.parametrize("pi, spread, inside", [
+    (hub_family(4, 0.5, 0.3, 0.4, 0.1).pi, 1.4e-3, True),           # book defaults: cos(𝟙, π) = 0.916
+    (hub_family(3, 0.452763, 0.185523, 0.585054, 0.4).pi, 1.4e-2, False),   # π ≈ uniform (fresh-seed sweep)
+    (np.array([0.4, 0.2, 0.2, 0.2]), 1e-3, True),                    # cos(𝟙, π) = 0.945
+    (np.array([0.4, 0.2, 0.2, 0.2]), 0.05, False),                   # ... the spread decides
+])
+def test_alignment_domain_needs_pi_far_from_uniform(pi, spread, inside):
+    from report_fakes import neutral_report
+
+    rep = neutral_report(robustness.RobustnessReport, adam=SimpleNamespace(chain=SimpleNamespace(pi=pi)),
+                         adam_amp_spread=spread)
+    assert bool(rep.domain_alignment()) is inside

@@ -191,8 +191,8 @@ fig = rep.sweep_figure()
 # plateau its log changes at a rate within $10^{-5}$ of zero (numerical zero: the population
 # transverse drive is $10^{-7}$, spec R5); on sampled data, at least 2/3 of the seeds on which the
 # drive of their own rows predicts a tenfold $\sigma_2(W_0)$ (≥ 3 such seeds) must show it.
-# *Adam (B3, B6)*: alignment of $W_0$ with $\pi$ above 0.999 for GD, below 0.99 for Adam; no focus
-# for Adam. The remaining checks are signs and stage sequences.
+# *Adam (B3, B6)*: alignment of $W_0$ with $\pi$ above 0.999 for GD, below 0.99 for Adam where $\pi$ is far
+# from uniform ($\cos(\mathbf 1,\pi)$ + Adam's spread ≤ 0.99); no focus for Adam. The rest: signs, stage sequences.
 
 # %% tags=["hide-input"]
 rep.check_claims()
