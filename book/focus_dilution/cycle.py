@@ -124,7 +124,8 @@ display.table(rep.seed_rows())
 # $\partial_\kappa A_{ik}=c\alpha^2\pi_i\pi_k(\pi_k-\|\pi\|^2)$ (spec R3, closed form of
 # `closed_forms.dkappa_A`): only tokens with $\pi_k>\|\pi\|^2$ — here the hub — gain attention.
 # Over the first focus stage, {glue:text}`b6_sign_frac:.0%` of the entries of $\Delta A$ have the
-# predicted sign (entries with $|\partial_\kappa A_{ik}|$ above 1 % of its largest), and the hub
+# predicted sign (entries with $|\partial_\kappa A_{ik}|$ above 1 % of its largest; B6 asks that at
+# least two thirds of the seeds have every such entry with its predicted sign), and the hub
 # attention rises from {glue:text}`b6_hub_before:.3f` to {glue:text}`b6_hub_after:.3f` within that
 # stage. From $\theta_c^1$ to the end of the first dilution the token that gains the most attention,
 # $\arg\max_k\sum_i\pi_i\Delta A_{ik}$, is token {glue:text}`b6_gainer` for most seeds (the hub is

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnflow import data
+from attnflow import data, seeding
 from attnflow.focus_dilution import chain as chains, closed_forms, runs as runs_, training
 from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss
 from attnflow.params import Param, ParameterError, Schema
@@ -178,7 +178,7 @@ def train(text: RealStream, *, seq_len: int = 64, n_train: int = 1024, n_eval: i
           smoothing: float = 0.1, seed: int = 1, device: str = "auto") -> RealTextRun:
     """Train on real windows and on the fitted chain's population loss from the same θ(0); measure both."""
     real_ex = window_examples(text.train, text.d, n_train, seq_len, seed)
-    eval_ex = window_examples(text.validation, text.d, n_eval, seq_len, seed + 1)
+    eval_ex = window_examples(text.validation, text.d, n_eval, seq_len, seeding.stream(seed, "eval"))
     chain = bigram_chain(text.train, text.d, smoothing)
     specs = {"real": training.RunSpec(chain, real_ex, "real text"),
              "markov": training.RunSpec(chain, training.population_examples(chain), "Markov approximation")}
