@@ -150,3 +150,30 @@ def test_b10_escape_domain_is_the_forecast_not_the_outcome(ledger, monkeypatch):
         assert rec["verdict"] == "outside" and "escape is due within the run" in rec["reason"]
         claims._state["records"].clear()
     assert _real_text_b10(ledger, math.inf, 0.0, escaped=True)["verdict"] == "outside"
+
+
+# ----------------------------------------------------------------------------- B9 (pca_trajectories, flow)
+@pytest.mark.parametrize("horizon, predicted", [(5000.0, True), (2300.0, False)])
+def test_b9_flow_forecast_predicts_the_tenfold_sigma2_both_ways(horizon, predicted):
+    """R5 from the flow's first dilution (``pca_trajectories.flow_forecast``): on the book's chain (ε = 10⁻³) the
+    gain to t = 5000 predicts a tenfold σ₂(W0) and the flow has it; cut at t = 2300 (≈ 360 after the first
+    dilution, gain ≈ 1 against ≈ 2.7 needed) it predicts none and σ₂ has not grown tenfold."""
+    ch = hub_family(4, 0.5, 0.3, 0.4, 0.1)
+    flow = runs.population_flow(ch, d_model=8, init_scale=1e-3, seed=1, t_eval=runs.time_grid(horizon))
+    t_d1 = stages.detect_run(flow).get("dilution", 1).end
+    assert np.isfinite(t_d1)
+    fc = pca_trajectories.flow_forecast(flow, ch, t_d1)
+    assert fc.sigma2 <= 0.01 and fc.amplitude > 0
+    assert fc.tenfold == predicted
+    assert (flow.quantities["sigma2"][-1] >= 10 * fc.sigma2) == predicted
+
+
+def test_b9_flow_forecast_outside_where_the_transverse_part_has_grown_by_the_first_dilution():
+    """The sweep's point (hub n = 6, a_h = 0.5632, ε = 0.03): σ₂(W0) = 0.15 at the first dilution's end, past R5's
+    linear regime; the expansion (9.4×) is outside B9's domain, decided from that state."""
+    ch = hub_family(6, 0.5632, 0.2674, 0.2187, 0.4)
+    flow = runs.population_flow(ch, d_model=8, init_scale=0.03, seed=798212, t_eval=runs.time_grid(2000.0))
+    t_d1 = stages.detect_run(flow).get("dilution", 1).end
+    fc = pca_trajectories.flow_forecast(flow, ch, t_d1)
+    assert fc.sigma2 > 0.01 and not fc.conditions()[0][1]
+    assert pca_trajectories.flow_forecast(flow, ch, float("nan")) is None

@@ -130,7 +130,11 @@ fig = rep.time_figure()
 # *Expansion (B9).* The low-token spread off PC1 must grow at least tenfold between the end of the
 # first dilution and the horizon (the escape is a ≥ 10× growth of $\sigma_2(W_0)$); for training,
 # the 95 % interval of the seed mean of $\log_{10}$ of the growth lies above 1. Predicted where the
-# flow from the same $\theta(0)$ escapes within the horizon, with $\delta>0$ and $m\ge3$; for training
+# flow from the same $\theta(0)$ escapes within the horizon, with $\delta>0$ and $m\ge3$, and where R5
+# forecasts the tenfold growth from the flow's state at the end of its first dilution, as on the
+# robustness page: $\sigma_2(W_0)\le0.01$ there (a transverse part already grown leaves no tenfold
+# expansion to predict) and the gain $\int\sigma_{\max}(M_\perp)\,dt$ on $\mathcal M_1$ to the horizon
+# at least $\log(10\sigma_2/|\alpha|)+\log 2$ ($|\alpha|$: the part on the growing mode); for training
 # also where the flow grows at least $100\times$: the spread levels off at the next cycle's state,
 # and a trained run starts from a spread already opened by sampling noise (perturbation 3 of the
 # finite-sample page; at these defaults 4–12× the flow's), so its growth falls short of the flow's

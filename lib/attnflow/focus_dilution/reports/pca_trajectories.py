@@ -13,7 +13,12 @@ trajectory's PC1, which a run moving more after condensation than during it turn
 
 **Domains.** The three movements are those of one focus–dilution cycle followed by an escape:
 retraction (B7) needs a detected first focus and dilution, expansion (B9) a detected escape of the
-flow from the same θ(0) (δ > 0, m ≥ 3 so that PC2–PC3 exist beyond PC1). Claims on training are
+flow from the same θ(0) (δ > 0, m ≥ 3 so that PC2–PC3 exist beyond PC1) and a tenfold growth
+that R5's linear transverse theory predicts from the flow's state at the end of its first dilution
+(:func:`flow_forecast`, the robustness page's B9 domain: σ₂(W0) ≤ 0.01 there, and the gain
+∫σ_max(M⊥)dt on 𝓜₁ to the horizon ≥ log(10σ₂/|α|) + log 2). A flow whose transverse part has already
+grown by then (σ₂(W0) = 0.149 at t_D1 on hub n = 6, a_h = 0.5632, ε = 0.03: 9.4×, then levelling off at
+the next cycle's state) has no tenfold expansion left to predict. Claims on training are
 statistics over the seeds where the phase was detected (≥ 3 of them).
 """
 from __future__ import annotations
@@ -23,14 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
-from attnflow.focus_dilution import closed_forms, pagesetup, pca, stages
+from attnflow.focus_dilution import closed_forms, pagesetup, pca, runs, stages
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.model import init_params
 from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
+from attnflow.focus_dilution.reports.robustness import TransverseForecast, growing_amplitude
 from attnflow.report import PageReport
 
-__all__ = ["PCAReport", "Phases", "phases", "measure", "flow_clears", "unigram_level", "COS_ATOL", "EXPANSION_MARGIN",
-           "COND_FRAC"]
+__all__ = ["PCAReport", "Phases", "phases", "measure", "flow_clears", "flow_forecast", "unigram_level", "COS_ATOL",
+           "EXPANSION_MARGIN", "COND_FRAC"]
 
 COS_ATOL = 1e-2          # B3: 1 − cos(W0's left singular vector, π): twice the largest R1 deviation the domain admits
 EXPANSION_MARGIN = 1.0   # B9 trained: decades by which the flow's expansion must clear the 10× threshold
@@ -107,6 +113,7 @@ class PCAReport(PageReport):
     explained_trained: float
     chain: MarkovChain = field(repr=False, default=None)
     flow: Phases = field(repr=False, default=None)
+    forecast: TransverseForecast | None = field(repr=False, default=None)   # B9: R5 from the flow's first dilution
     trained: list = field(repr=False, default_factory=list)        # Phases per seed
     cfg: object = field(repr=False, default=None)
 
@@ -173,6 +180,9 @@ class PCAReport(PageReport):
                      domain=claims.domain(("first focus and dilution detected", f.found, f.detected.letters())))
         expand = claims.domain(("δ > 0 (an escape to expand along)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
                                ("m ≥ 3 (PC2–PC3 beyond PC1)", cfg.d_model >= 3, f"m = {cfg.d_model}"))
+        fc = self.forecast
+        expand = expand & (claims.domain(*fc.conditions()) if fc is not None else claims.domain(
+            ("R5's forecast from the flow's first dilution (θ_c² reached)", False, f.detected.letters())))
         claims.check("B9", f.growth, predicate=lambda x: x >= 10, tolerance="≥ 10× growth of the low tokens' spread off PC1",
                      what="flow: expansion after the escape", source="paper",
                      domain=expand & claims.domain(("the flow escapes within the horizon", f.escaped,
@@ -244,6 +254,26 @@ def flow_clears(growth: float, margin: float = EXPANSION_MARGIN) -> bool:
     return bool(np.isfinite(growth) and growth > 0 and np.log10(growth) >= 1 + margin)
 
 
+def flow_forecast(flow, chain: MarkovChain, t_start: float, score_scale: float = 1.0) -> TransverseForecast | None:
+    """R5's linear transverse theory from the flow's state at ``t_start`` (the end of its first dilution; nan → None):
+    the flow continued from the rank-one projection of that state (𝓜₁ is invariant: it follows θ_c² as the flow
+    would without its transverse part) to the flow's horizon, the gain ∫σ_max(M⊥)dt along it, and the amplitude |α|
+    of the flow's transverse state on the top singular pair of M⊥ at its end (``robustness.TransverseForecast``)."""
+    if not np.isfinite(t_start):
+        return None
+    i = flow.at(t_start)
+    left = float(flow.t[-1] - flow.t[i])
+    states = flow.parameters()
+    start = runs.project_rank_one({n: s[i] for n, s in states.items()})
+    cont = runs.population_flow(chain, theta0=start, score_scale=score_scale,
+                                t_eval=np.linspace(0.0, left, max(2, int(np.ceil(left)) + 1)))
+    q = cont.quantities
+    M = closed_forms.M_perp(q["A"][-1], q["P_hat"][-1], chain)
+    amp = growing_amplitude(states["W0"][i].numpy(), states["W1"][i].numpy(), flow.quantities["u"][i], M)
+    return TransverseForecast(t_start=float(flow.t[i]), sigma2=float(flow.quantities["sigma2"][i]), amplitude=amp,
+                              gain=float(np.trapezoid(q["M_perp_smax"], cont.t)))
+
+
 def _mean(xs) -> float:
     v = [x for x in xs if np.isfinite(x)]
     return float(np.mean(v)) if v else NAN
@@ -269,4 +299,5 @@ def measure(cfg) -> PCAReport:
         spread_before_flow=f.spread_before, spread_before_trained=m("spread_before"),
         spread_after_flow=f.spread_after, spread_after_trained=m("spread_after"),
         explained_flow=float(f.p.explained.sum()), explained_trained=_mean([float(p.p.explained.sum()) for p in tr]),
-        chain=chain, flow=f, trained=tr, cfg=cfg)
+        chain=chain, flow=f, trained=tr, cfg=cfg,
+        forecast=flow_forecast(flow, chain, f.detected.get("dilution", 1).end if f.found else NAN, cfg.score_scale))
