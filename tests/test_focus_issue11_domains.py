@@ -177,3 +177,33 @@ def test_b9_flow_forecast_outside_where_the_transverse_part_has_grown_by_the_fir
     fc = pca_trajectories.flow_forecast(flow, ch, t_d1)
     assert fc.sigma2 > 0.01 and not fc.conditions()[0][1]
     assert pca_trajectories.flow_forecast(flow, ch, float("nan")) is None
+
+
+# ----------------------------------------------------------------------------- B1 (cycle): R5's regime at θ_c¹
+@pytest.mark.parametrize("eps, inside", [(1e-3, True), (0.03, False)])
+def test_b1_regime_reads_the_transverse_level_left_by_condensation(eps, inside):
+    """σ₂(W0) after condensation is the untouched O(ε) part of W0(0): ≈ 0.004 at ε = 10⁻³ (inside R5's linear regime,
+    ≤ 0.01), ≈ 0.12 at the smoke profile's ε = 0.03 (already past the escape window's floor: the tenfold rise starts
+    with the first focus there)."""
+    ch = hub_family(4, 0.5, 0.3, 0.4, 0.1)
+    flow = runs.population_flow(ch, d_model=8, init_scale=eps, seed=1, t_eval=runs.time_grid(300.0))
+    t_cond = stages.detect_run(flow).stages[0].end
+    s2 = float(flow.quantities["sigma2"][flow.at(t_cond)])
+    assert (s2 <= 0.01) == inside
+    assert s2 == pytest.approx(float(flow.quantities["sigma2"][flow.at(t_cond + 100)]), rel=0.05)   # frozen on the plateau
+
+
+def test_b1_outside_both_ways_when_the_regime_fails(ledger):
+    import dataclasses
+
+    from test_focus_reports_training import _cycle_report, _measures
+
+    rep = _cycle_report([_measures()] * 3)
+    rep.check_claims()
+    assert [r["verdict"] for r in ledger() if r["id"] == "B1"] == ["pass", "pass"]
+    claims._state["records"].clear()
+    rep = dataclasses.replace(rep, b1_regime=claims.domain(("R5's linear regime at θ_c¹", False, "σ₂ = 0.12")))
+    rep.check_claims()
+    b1 = [r for r in ledger() if r["id"] == "B1"]
+    assert [r["verdict"] for r in b1] == ["outside", "outside"] and all("R5's linear regime" in r["reason"] for r in b1)
+    assert [r["verdict"] for r in ledger() if r["id"] == "B6"][0] == "pass"       # the other claims keep their domain

@@ -152,7 +152,10 @@ display.table(rep.seed_rows())
 # $L(\theta_c^2)$ (a state of the flow, read before the detector's sequence is compared); the
 # claims on training compare it with the flow from the same $\theta(0)$, so they are predicted
 # where the flow completes the cycle within the horizon and GD is stable through the flow's escape
-# ($\eta\lambda_{\max}<2$ there). Elsewhere they are recorded as outside their domain. The
+# ($\eta\lambda_{\max}<2$ there). B1's order (the escape after the first dilution) also needs the
+# escape to be R5's growth from $\theta_c^2$: the transverse level condensation leaves untouched,
+# $\sigma_2(W_0)$ at its end, at most 0.01 (the floor of R5's window; at $\epsilon=0.03$ it is
+# $\approx0.12$ and the tenfold rise starts with the first focus). Elsewhere they are recorded as outside their domain. The
 # theory times the escape but not the next cycle, whose focus can be much slower than the first
 # (ten times, on some chains): where the flow is inside its domain but the cycle is unfinished at
 # the horizon, B1 on the flow is measured on the same flow integrated on to four times the horizon

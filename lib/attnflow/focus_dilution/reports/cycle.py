@@ -10,7 +10,10 @@ training are statistics over the seeds (``claims.check_mean``, ``stats.fraction`
 
 **Domains.** The full cycle (condensation → … → escape → focus → dilution) is the theory's
 prediction for the hub family (spec §5.2) with δ > 0 (the escape needs the asymmetry, R5), m ≥ 2
-(a transverse direction to escape along) and g > 0 (frequency-driven focus, R2). The claims on
+(a transverse direction to escape along) and g > 0 (frequency-driven focus, R2); B1's order (the escape
+after the first dilution) also needs the transverse level after condensation inside R5's linear
+regime (σ₂(W0) ≤ 0.01 there: the escape is a growth from θ_c², not of an O(ε) part already at the
+window's top, ε = 0.03: σ₂ ≈ 0.12). The claims on
 training compare it with the flow from the same θ(0); they are predicted where the flow itself
 completes the cycle within the horizon and GD is a stable discretisation of the flow through its
 escape (η λ_max < 2 at the flow's escape). Claims measured on a stage need that stage detected
@@ -35,6 +38,7 @@ import numpy as np
 
 from attnflow import claims, stats
 from attnflow.focus_dilution import closed_forms, pagesetup, runs, stages, training
+from attnflow.focus_dilution import escape as escape_
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
 from attnflow.report import PageReport
 
@@ -191,6 +195,7 @@ class CycleReport(PageReport):
     flow_measures: RunMeasures = field(repr=False, default=None)
     flow_domain: claims.Domain = field(repr=False, default=None)
     train_domain: claims.Domain = field(repr=False, default=None)
+    b1_regime: claims.Domain = field(repr=False, default_factory=claims.domain)   # B1 only: R5's regime at θ_c¹
     refs: dict = field(repr=False, default_factory=dict)              # loss levels drawn on the figure
     lam: dict = field(repr=False, default_factory=dict)               # flow time -> η λ_max
     cfg: object = field(repr=False, default=None)
@@ -283,11 +288,13 @@ class CycleReport(PageReport):
                     f"continued to t = {self.flow_cycle_t:g} = {FLOW_CAP:g} × the horizon)")
         claims.check("B1", detected.names(), predicate=stages.has_subsequence,
                      tolerance="stage sequence contains " + order + (f" by t = {self.flow_cycle_t:g}" if past else ""),
-                     what="population flow: detected stages" + past, source="paper", domain=self.flow_domain)
+                     what="population flow: detected stages" + past, source="paper",
+                     domain=self.flow_domain & self.b1_regime)
         ms, n = self.per_seed, len(self.per_seed)
         tag = f"trained (GD, N={self.cfg.n_samples}, s={self.cfg.seq_len}, {n} data seeds)"
         self._fraction("B1", [m.has_cycle for m in ms], f"{tag}: share of seeds whose stages contain the cycle",
-                       "stage sequence contains " + order, self.train_domain & claims.domain(stats.enough_seeds(n)))
+                       "stage sequence contains " + order,
+                       self.train_domain & self.b1_regime & claims.domain(stats.enough_seeds(n)))
         # a share cannot exceed 1, so a two-sided |mean − 1| ≤ half-width would pass the more easily the
         # more the seeds disagree; R3 predicts every sign (first order in κ, entries above 1 % of the
         # largest), so each seed either follows it entry by entry or not, and the seeds that do are
@@ -351,6 +358,13 @@ def measure(cfg) -> CycleReport:
     L_c2_sym = (closed_forms.theta_c2_loss(hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, 0.0))
                 if cfg.chain == "hub" else NAN)
     L_late = float(flow.quantities["loss"][flow.at(LATE * horizon)])
+    # B1's order puts the escape after the first dilution: R5's growth of σ₂(W0) from θ_c², through the window
+    # [0.01, 0.1], out of the O(ε) transverse level that condensation leaves untouched. Where that level is already
+    # above the window (ε = 0.03: σ₂ ≈ 0.12 after condensation) the tenfold rise starts at or before the first
+    # focus (sweep: hub n = 3, a_h = 0.68, t = 229 vs focus 233; n = 4, a_h = 0.66: two seeds from t = 300 and 370,
+    # inside focus 1 or a focus that runs through it), and the detector's order is not the theory's
+    t_cond = float(stages_flow.stages[0].end)
+    s2_cond = float(flow.quantities["sigma2"][flow.at(t_cond)])
     flow_domain = claims.domain(
         ("hub-family chain (spec §5.2)", cfg.chain == "hub", cfg.chain),
         ("δ > 0 (the escape needs an asymmetry, R5)", cfg.delta > 0, f"δ = {cfg.delta:g}"),
@@ -360,12 +374,16 @@ def measure(cfg) -> CycleReport:
          bool(t_focus_due <= horizon), f"{t_focus_due:.0f} vs {horizon:g}"),
         (f"the flow has left θ_c² by {LATE:g} × the horizon (time for the next cycle): L < L(θ_c², δ = 0) − {LEFT:g}",
          bool(L_late < L_c2_sym - LEFT), f"L = {L_late:.4f}, L(θ_c²) = {L_c2_sym:.4f}"))
+    b1_regime = claims.domain(
+        (f"the escape starts from θ_c² in R5's linear regime: σ₂(W0) ≤ {escape_.WINDOW[0]:g} at the end of condensation "
+         "(the untouched transverse level, frozen until the escape)", bool(s2_cond <= escape_.WINDOW[0]),
+         f"σ₂ = {s2_cond:.2g} at t = {t_cond:.0f}"))
     train_domain = flow_domain & claims.domain(
         ("the flow from the same θ(0) completes the cycle within the horizon", stages_flow.has_cycle(),
          stages_flow.letters()),
         ("GD stable through the flow's escape: η λ_max < 2 there", bool(lam_esc < 2), f"η λ_max = {lam_esc:.3g}"))
     flow_continued = stages_continued = None
-    if flow_domain and not stages_flow.has_cycle():     # B1 on the flow: the same flow, up to the stated cap
+    if flow_domain & b1_regime and not stages_flow.has_cycle():     # B1 on the flow: the same flow, up to the stated cap
         flow_continued = runs.population_flow(chain, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
                                               score_scale=cfg.score_scale, t_eval=runs.time_grid(FLOW_CAP * horizon))
         stages_continued = stages.detect_run(flow_continued)
@@ -395,5 +413,5 @@ def measure(cfg) -> CycleReport:
         chain=chain, flow=flow, trained=trained, stages_flow=stages_flow, stages_trained=stages_trained,
         flow_continued=flow_continued, stages_continued=stages_continued,
         per_seed=per_seed,
-        flow_measures=flow_measures, flow_domain=flow_domain, train_domain=train_domain, refs=refs,
+        flow_measures=flow_measures, flow_domain=flow_domain, train_domain=train_domain, b1_regime=b1_regime, refs=refs,
         lam=dict(zip(np.round(lam_times).astype(int).tolist(), np.round(cfg.lr * lam_max[:5], 2).tolist())), cfg=cfg)
