@@ -16,3 +16,16 @@ def one_cpu_thread():
 
     with single_threaded():
         yield
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch, request):
+    """A claims ledger of its own for one test: records go to ``tmp_path`` under a page named after
+    the test module; yields ``claims.records`` (the records so far) and clears the page afterwards.
+    Modules that need another shape (a factory, a dict by ``what``) define their own ``ledger``."""
+    from attnflow import claims
+
+    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
+    claims.begin_page(f"test/{request.module.__name__.rsplit('.', 1)[-1]}", {})
+    yield claims.records
+    claims._state.update(page=None, records=[], parameters={})

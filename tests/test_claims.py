@@ -1,5 +1,6 @@
 """The claims ledger: visible verdicts, JSON records, failure raised only at the end."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -174,3 +175,11 @@ def test_check_mean_outside_its_domain_needs_no_values(page, capsys):
     dom = claims.domain(("at least 3 seeds reach the plateau", False, "0 seeds"))
     assert claims.check_mean("A7", [], target=0.8, what="mass", domain=dom).verdict == "outside"
     assert "○ A7 mass: outside domain" in capsys.readouterr().out
+
+
+def test_finite_mean_leaves_out_seeds_without_the_stage():
+    from attnflow import stats
+
+    assert stats.finite_mean([1.0, float("nan"), 3.0]) == 2.0
+    assert stats.finite_mean(np.array([[2.0], [float("inf")]])) == 2.0
+    assert math.isnan(stats.finite_mean([float("nan")])) and math.isnan(stats.finite_mean([]))

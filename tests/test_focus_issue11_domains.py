@@ -16,13 +16,6 @@ from attnflow.focus_dilution.model import PopulationLoss, init_params, rank_one_
 from attnflow.focus_dilution.reports import pca_trajectories
 
 
-@pytest.fixture
-def ledger(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
-    claims.begin_page("focus_dilution/test_issue11", {})
-    yield claims.records
-    claims._state.update(page=None, records=[], parameters={})
-
 
 # ----------------------------------------------------------------------------- B3 (pca_trajectories)
 def test_window_angle_vanishes_for_iid_tokens_and_falls_like_one_over_s():

@@ -27,13 +27,6 @@ def _fake_run(t, chain=None, states=None, **q):
     return run
 
 
-@pytest.fixture
-def ledger(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
-    claims.begin_page("focus_dilution/test_reports", {})
-    yield claims.records
-    claims._state.update(page=None, records=[], parameters={})
-
 
 # ----------------------------------------------------------------------------- dilution
 def test_entropy_rise_from_the_minimum_after_a_time():

@@ -15,13 +15,6 @@ from attnflow.focus_dilution.realtext import SCHEMA as REAL_TEXT
 from attnflow.focus_dilution.reports import cycle, finite_sample, pca_trajectories, robustness
 
 
-@pytest.fixture
-def ledger(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
-    claims.begin_page("focus_dilution/test_training_reports", {})
-    yield claims.records
-    claims._state.update(page=None, records=[], parameters={})
-
 
 @pytest.fixture(scope="module")
 def chain():

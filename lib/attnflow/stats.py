@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "FractionInterval", "mean_interval", "fraction", "enough_seeds", "MIN_SEEDS"]
+__all__ = ["Interval", "FractionInterval", "mean_interval", "fraction", "finite_mean", "enough_seeds", "MIN_SEEDS"]
 
 MIN_SEEDS = 3          # fewest seeds on which a seed statistic is checked (book defaults use ≥ 3)
 
@@ -53,6 +53,13 @@ def _t_quantile(p: float, dof: int) -> float:
     from scipy import stats as st
 
     return float(st.t.ppf(p, dof))
+
+
+def finite_mean(values: Sequence[float] | np.ndarray) -> float:
+    """Mean of the finite values (a seed where a stage was not detected measures NaN and is left out);
+    NaN when none is finite. For a page's summary numbers; claims use :func:`mean_interval`."""
+    v = np.asarray([x for x in np.asarray(values, dtype=float).ravel() if np.isfinite(x)], dtype=float)
+    return float(v.mean()) if v.size else float("nan")
 
 
 def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> Interval:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
+from attnflow.stats import finite_mean
 from attnflow.focus_dilution import closed_forms, pagesetup, runs, stages, training
 from attnflow.focus_dilution import escape as escape_
 from attnflow.focus_dilution.chain import MarkovChain, hub_family
@@ -145,10 +146,6 @@ def run_measures(run, detected: stages.Stages, chain: MarkovChain, score_scale: 
     return RunMeasures(detected.has_cycle(), detected.letters(), sign_frac, hub_before, hub_after, gainer, da_hub,
                        da_low, peak, after, growth, n2, L_c2)
 
-
-def _mean(values) -> float:
-    v = np.asarray([x for x in values if np.isfinite(x)], float)
-    return float(v.mean()) if v.size else NAN
 
 
 @dataclass
@@ -397,7 +394,7 @@ def measure(cfg) -> CycleReport:
     if cfg.chain == "hub":
         refs[r"$L(\theta_c^2)$, $\delta=0$"] = L_c2_sym
     k = 2 * chain.d + 1
-    mean = lambda key: _mean([getattr(m, key) for m in per_seed])  # noqa: E731
+    mean = lambda key: finite_mean([getattr(m, key) for m in per_seed])  # noqa: E731
     return CycleReport(
         lr_used=cfg.lr, horizon=horizon, t_unstable=float(unstable[0]) if len(unstable) else NAN,
         lam_max_final=float(lam_max[4]), lam_at_escape=lam_esc, flow_s=flow.wall_s, train_s=trained[0].wall_s,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
+from attnflow.stats import finite_mean
 from attnflow.focus_dilution import closed_forms, pagesetup, stages, training
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.reports.cycle import MAJORITY, check_mean
@@ -266,10 +267,6 @@ class FiniteSampleReport(PageReport):
         return out
 
 
-def _mean(values) -> float:
-    v = [x for x in values if np.isfinite(x)]
-    return float(np.mean(v)) if v else NAN
-
 
 def measure(cfg) -> FiniteSampleReport:
     """Train the population run and every (N, s, seed) run, run the flow, summarise."""
@@ -314,13 +311,13 @@ def measure(cfg) -> FiniteSampleReport:
         sampled=sampled, rows=rows, cfg=cfg)
     largest, smallest = rep.by(N_max, s_max), rep.by(min(cfg.n_samples), s_max)
     ns = sorted({r.N * r.s for r in rows[1:]})
-    rep.s2_short = _mean([r.sigma2_max for r in rep.by(N_max, min(cfg.seq_len))])
-    rep.s2_long = _mean([r.sigma2_max for r in largest])
-    rep.excess_small, rep.excess_large = _mean([r.L1 - H_pi for r in smallest]), _mean([r.L1 - H_pi for r in largest])
-    rep.wilks_ratio = _mean([2 * r.N * (r.L1 - H_pi) / (chain.d - 1) for N in cfg.n_samples for r in rep.by(N, s_max)])
-    rep.drift_small = _mean([r.drift for r in rows[1:] if r.N * r.s == ns[0]])
-    rep.drift_large = _mean([r.drift for r in rows[1:] if r.N * r.s == ns[-1]])
-    rep.drift_slope = _mean(rep._seed_slopes())
-    rep.dt_focus_large = _mean([r.t_focus - rows[0].t_focus for r in largest])
-    rep.L_end_large, rep.L_c2_large = _mean([r.L_end for r in largest]), _mean([r.L_c2 for r in largest])
+    rep.s2_short = finite_mean([r.sigma2_max for r in rep.by(N_max, min(cfg.seq_len))])
+    rep.s2_long = finite_mean([r.sigma2_max for r in largest])
+    rep.excess_small, rep.excess_large = finite_mean([r.L1 - H_pi for r in smallest]), finite_mean([r.L1 - H_pi for r in largest])
+    rep.wilks_ratio = finite_mean([2 * r.N * (r.L1 - H_pi) / (chain.d - 1) for N in cfg.n_samples for r in rep.by(N, s_max)])
+    rep.drift_small = finite_mean([r.drift for r in rows[1:] if r.N * r.s == ns[0]])
+    rep.drift_large = finite_mean([r.drift for r in rows[1:] if r.N * r.s == ns[-1]])
+    rep.drift_slope = finite_mean(rep._seed_slopes())
+    rep.dt_focus_large = finite_mean([r.t_focus - rows[0].t_focus for r in largest])
+    rep.L_end_large, rep.L_c2_large = finite_mean([r.L_end for r in largest]), finite_mean([r.L_c2 for r in largest])
     return rep

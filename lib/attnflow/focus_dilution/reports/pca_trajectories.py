@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnflow import claims, stats
+from attnflow.stats import finite_mean
 from attnflow.focus_dilution import closed_forms, pagesetup, pca, runs, stages
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.model import init_params
@@ -274,10 +275,6 @@ def flow_forecast(flow, chain: MarkovChain, t_start: float, score_scale: float =
                               gain=float(np.trapezoid(q["M_perp_smax"], cont.t)))
 
 
-def _mean(xs) -> float:
-    v = [x for x in xs if np.isfinite(x)]
-    return float(np.mean(v)) if v else NAN
-
 
 def measure(cfg) -> PCAReport:
     chain = pagesetup.start_training_page(cfg)
@@ -285,7 +282,7 @@ def measure(cfg) -> PCAReport:
     trained = pagesetup.trained_runs(cfg, chain)
     f = phases("flow", flow, chain, cfg.n_components, cfg.centre)
     tr = [phases(r.label, r, chain, cfg.n_components, cfg.centre) for r in trained]
-    m = lambda key: _mean([getattr(p, key) for p in tr])  # noqa: E731
+    m = lambda key: finite_mean([getattr(p, key) for p in tr])  # noqa: E731
     theta0 = init_params(chain.d, cfg.d_model, cfg.init_scale, cfg.seed)          # the θ(0) of the flow and the seeds
     a_init = pca.frozen_angle(theta0["W0"], theta0["W1"], chain.pi, closed_forms.theta_c1(chain).W0_norm)
     a_window = pca.window_angle(chain.P, chain.pi, cfg.seq_len)
@@ -298,6 +295,6 @@ def measure(cfg) -> PCAReport:
         retract_hub_trained=m("retract_hub"), retract_low_flow=f.retract_low, retract_low_trained=m("retract_low"),
         spread_before_flow=f.spread_before, spread_before_trained=m("spread_before"),
         spread_after_flow=f.spread_after, spread_after_trained=m("spread_after"),
-        explained_flow=float(f.p.explained.sum()), explained_trained=_mean([float(p.p.explained.sum()) for p in tr]),
+        explained_flow=float(f.p.explained.sum()), explained_trained=finite_mean([float(p.p.explained.sum()) for p in tr]),
         chain=chain, flow=f, trained=tr, cfg=cfg,
         forecast=flow_forecast(flow, chain, f.detected.get("dilution", 1).end if f.found else NAN, cfg.score_scale))
