@@ -178,3 +178,15 @@ def test_no_seed_offset_outside_the_seeding_policy():
                         any("seed" in (ast.get_source_segment(source, s) or "").lower() for s in sides):
                     found.append(f"{rel}:{node.lineno}: {ast.get_source_segment(source, node)}")
     assert not found, f"seed offsets written at the call site (use seeding.stream): {found}"
+
+
+def test_series_is_a_read_only_view_of_a_quantity():
+    from attnflow.record import Run, series
+
+    class Scalar(Run):
+        a = series("a", "a(t)")
+
+    run = Scalar(t=np.arange(3.0), quantities={"a": np.array([1.0, 2.0, 3.0])})
+    assert run.a is run.quantities["a"] and Scalar.a.__doc__ == "a(t)"
+    with pytest.raises(AttributeError):
+        run.a = np.zeros(3)

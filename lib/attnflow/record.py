@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-__all__ = ["Run", "fields_of"]
+__all__ = ["Run", "fields_of", "series"]
 
 
 @dataclass(kw_only=True)
@@ -98,3 +98,9 @@ def fields_of(run: Run) -> dict:
     """The constructor arguments of a record (its init fields), to build a subclass that adds what
     produced it: ``Experiment(**fields_of(sweep_run), stack=...)``."""
     return {f.name: getattr(run, f.name) for f in fields(run) if f.init}
+
+
+def series(name: str, doc: str = "") -> property:
+    """A historical field name as a read-only view of ``quantities[name]`` (``a = series("a")`` in a
+    subclass), so the series keeps one place and the old accessor keeps working."""
+    return property(lambda run: run.quantities[name], doc=doc or f"``quantities[{name!r}]``")

@@ -26,7 +26,7 @@ from scipy.special import expi
 
 from attnflow import flow
 from attnflow.params import ParameterError
-from attnflow.record import Run
+from attnflow.record import Run, series
 from attnflow.sharpening.model import circuits
 
 __all__ = ["ReducedSystem", "ReducedRun", "solve", "time_grid", "HorizonError"]
@@ -188,26 +188,11 @@ class ReducedRun(Run):
                       "odds": np.exp(b) / system.n_compete}
         return cls(system=system, t=t, quantities=quantities, **fields)
 
-    @property
-    def a(self) -> np.ndarray:
-        return self.quantities["a"]
-
-    @property
-    def b(self) -> np.ndarray:
-        return self.quantities["b"]
-
-    @property
-    def p(self) -> np.ndarray:
-        return self.quantities["p"]
-
-    @property
-    def s(self) -> np.ndarray:
-        return self.quantities["s"]
-
-    @property
-    def odds(self) -> np.ndarray:
-        """Attention odds eᵇ/n = p/(1 − p)."""
-        return self.quantities["odds"]
+    a = series("a", "OV scalar a(t)")
+    b = series("b", "QK scalar b(t)")
+    p = series("p", "attention on the distinct token, p(b)")
+    s = series("s", "probability of the correct class, s(a, b)")
+    odds = series("odds", "attention odds eᵇ/n = p/(1 − p)")
 
     def drift(self) -> float:
         """max_t |(Ψ − rΦ)(t) − (Ψ − rΦ)(0)| (Theorem 3)."""
