@@ -244,6 +244,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _kernel_socket_dir(pid: int) -> Path:
+    """The private directory of a running kernel's Unix sockets, read from its connection file
+    (``-f FILE`` on its command line): channels over TCP ports would race with every other
+    process for free ports (runner.kernel.PrivateSocketKernelManager)."""
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    info = json.loads(Path(argv[argv.index("-f") + 1]).read_text())
+    assert info["transport"] == "ipc", info
+    sockets = Path(info["ip"]).parent
+    assert sockets.name.startswith("attnflow-kernel-") and (sockets / "ch-1").exists(), info
+    return sockets
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_stops_the_kernel_and_leaves_no_files(tiny_book, tmp_path, sig, code):
@@ -255,18 +267,32 @@ def test_a_signal_stops_the_kernel_and_leaves_no_files(tiny_book, tmp_path, sig,
     proc = _spawn(tiny_book, out, "-p", "seconds=120", "-p", f"pid_file='{pid_file}'", "--quiet")
     _wait_for(pid_file, 120)
     kernel = int(pid_file.read_text())
+    sockets = _kernel_socket_dir(kernel)
+    assert sockets.is_dir()
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     lines = [ln for ln in err.strip().splitlines() if "without encryption" not in ln]
     assert lines[-1].startswith("attnflow run: interrupted by " + sig.name) and "Traceback" not in err
     assert leftovers(out) == []            # no temp folder, no partial notebook, no connection file
+    assert not sockets.exists()            # nor the kernel's socket directory
     after = set(runtime.glob("kernel-*.json")) if runtime.exists() else set()
     assert after <= before
     t = time.monotonic()
     while _alive(kernel) and time.monotonic() - t < 10:
         time.sleep(0.2)
     assert not _alive(kernel)
+
+
+@pytest.mark.notebook
+def test_a_finished_run_removes_the_kernel_socket_directory(tiny_book, tmp_path):
+    out, pid_file = tmp_path / "out", tmp_path / "kernel.pid"
+    proc = _spawn(tiny_book, out, "-p", "seconds=4", "-p", f"pid_file='{pid_file}'", "--quiet")
+    _wait_for(pid_file, 120)
+    sockets = _kernel_socket_dir(int(pid_file.read_text()))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert not sockets.exists()
 
 
 @pytest.mark.notebook

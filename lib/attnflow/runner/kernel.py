@@ -9,22 +9,62 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import nbclient.exceptions
 import papermill
+from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import ensure_event_loop
 from nbclient.exceptions import DeadKernelError
 from papermill.clientwrap import PapermillNotebookClient
 from papermill.engines import NBClientEngine, papermill_engines
 from papermill.parameterize import parameterize_notebook
 from papermill.utils import merge_kwargs, remove_args
+from traitlets import default
 
 from attnflow.runner.errors import PageFailed
 from attnflow.runner.watch import Watch, first_line
 
 IOPUB_TIMEOUT = 120          # seconds to wait for a finished cell's last outputs (nbclient's default: 4)
 ENGINE = "attnflow"          # the papermill engine name registered below
+
+
+class PrivateSocketKernelManager(AsyncKernelManager):
+    """A kernel whose five channels are Unix sockets in a directory of its own.
+
+    Over TCP, jupyter_client picks five free ports by binding and releasing them, and the kernel
+    binds them again a moment later: any process starting in between (a second page, a Dask
+    worker, another kernel of a parallel build) can take one, and the kernel then fails with
+    ``ZMQError: Address already in use`` (seen in CI: the heartbeat thread's traceback on a
+    page's stderr). A fresh ``mkdtemp`` directory makes the sockets' names unique before they
+    exist, so no other process can race for them. Windows has no ipc transport: TCP there."""
+
+    @default("transport")
+    def _transport_default(self) -> str:
+        return "ipc" if os.name == "posix" else "tcp"
+
+    @default("ip")
+    def _ip_default(self) -> str:
+        if self.transport != "ipc":
+            return super()._ip_default()
+        self.socket_dir = tempfile.mkdtemp(prefix="attnflow-kernel-")
+        return os.path.join(self.socket_dir, "ch")    # sockets ch-1 … ch-5 (107-byte path limit)
+
+    socket_dir: str | None = None
+
+    def remove_socket_dir(self) -> None:
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            self.remove_socket_dir()
+
+    cleanup_resources = _async_cleanup_resources
 
 
 class AttnflowEngine(NBClientEngine):
@@ -48,6 +88,7 @@ class AttnflowEngine(NBClientEngine):
                                     startup_timeout=start_timeout, kernel_name=kernel_name, log=_quiet_logger(),
                                     log_output=log_output, stdout_file=stdout_file, stderr_file=stderr_file,
                                     shutdown_kernel="immediate",   # a signal kills it mid-cell, quietly
+                                    kernel_manager_class=PrivateSocketKernelManager,
                                     extra_arguments=["--IPKernelApp.log_level=ERROR"])  # no TCP warning
         _quiet_dead_tasks()
         client = PapermillNotebookClient(nb_man, **final_kwargs)
@@ -136,5 +177,8 @@ def stop_kernel(watch: Watch) -> None:
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(5)
-    with contextlib.suppress(Exception):
-        km.cleanup_resources()
+    with contextlib.suppress(Exception):   # the synchronous part of the async cleanup_resources
+        km.cleanup_connection_file()
+        km.cleanup_ipc_files()
+    if isinstance(km, PrivateSocketKernelManager):
+        km.remove_socket_dir()
