@@ -99,9 +99,9 @@ def test_attention_mode_at_theta_c1_is_the_spec_rate_g():
     c1 = closed_forms.theta_c1(ch)
     theta = rank_one_params(c1.a, c1.b, 0.0, 6)
     theta["WQ"], theta["WK"] = 1e-3 * torch.eye(6), 1e-3 * torch.eye(6)[[1, 0, 2, 3, 4, 5]]
-    rate, amp = realtext.attention_mode(theta, PopulationLoss(ch))
-    assert rate == pytest.approx(closed_forms.g_rate(ch), rel=1e-6)
-    assert 0 < amp <= float(np.sqrt(2 * 6)) * 1e-3
+    mode = realtext.attention_mode(theta, PopulationLoss(ch))
+    assert mode.rate == pytest.approx(closed_forms.g_rate(ch), rel=1e-6)
+    assert 0 < mode.amplitude <= float(np.sqrt(2 * 6)) * 1e-3
 
 
 def test_escape_forecast_is_the_linear_growth_of_the_mode():
@@ -115,8 +115,8 @@ def test_escape_forecast_is_the_linear_growth_of_the_mode():
 def _real_text_b10(ledger, t_forecast, rate, escaped, t_end=200.0):
     from attnflow.focus_dilution.reports import real_text
 
-    m = dict(rank_cond=1.1, lift_dev_cond=0.01, escaped=escaped, rank_end=2.5 if escaped else 1.6, move_corr=0.95,
-             move_sign=1.0, t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0,
+    m = dict(rank_cond=1.1, lift_dev_cond=0.01, escaped=escaped, rank_end=2.5 if escaped else 1.6, move_corr=0.999,
+             move_level=0.1, move_sign=1.0, t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0,
              t_escape_markov=104.0, t_end=t_end, rate_cond=rate, amp_cond=1e-3, t_forecast=t_forecast)
     rep = real_text.RealTextReport(lr=0.1, eps=1e-3, d=64, m=16, alpha=0.1, mid_first=15, mid_last=40,
                                    cfg=SimpleNamespace(n_top=5), marks={"a": m},

@@ -75,7 +75,7 @@ def test_real_text_report_checks_each_corpus_and_glues_per_corpus(tmp_path, monk
     claims.begin_page("focus_dilution/test_real_text", {})
     glued = {}
     monkeypatch.setattr(display, "number", lambda name, value, show=False: glued.__setitem__(name, value))
-    good = dict(rank_cond=1.1, lift_dev_cond=0.01, escaped=True, rank_end=2.5, move_corr=0.95, move_sign=1.0,
+    good = dict(rank_cond=1.1, lift_dev_cond=0.01, escaped=True, rank_end=2.5, move_corr=0.999, move_level=0.1, move_sign=1.0,
                 t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0, t_escape_markov=104.0,
                 t_end=300.0, rate_cond=0.05, amp_cond=1e-3, t_forecast=150.0)
     late = {**good, "t_escape_markov": 150.0}
@@ -90,3 +90,57 @@ def test_real_text_report_checks_each_corpus_and_glues_per_corpus(tmp_path, monk
         claims._state.update(page=None, records=[], parameters={})
     assert failed == ["b: Markov approximation, time the held-out loss leaves the plateau, real vs Markov"]
     assert glued["a_escape_verdict"] == "holds" and glued["b_escape_verdict"] == "does not hold"
+
+
+def test_saddle_lift_on_contexts_distributed_as_pi_is_r3s_closed_form():
+    """On population contexts (composition π) the saddle focus mode's lift is R3's
+    sign(g)·(π_k − ‖π‖²) up to a positive factor; real windows differ only in their composition."""
+    from attnflow.focus_dilution import closed_forms, training
+
+    for ch in (chain.hub_family(4, 0.5, 0.3, 0.4, 0.1), chain.hub_family(n_low=5)):
+        lift = realtext.saddle_lift(ch, training.population_examples(ch), 6)
+        r3 = np.sign(closed_forms.g_rate(ch)) * (ch.pi - ch.pi @ ch.pi)
+        assert np.abs(lift).max() == pytest.approx(1e-4, rel=1e-3)   # scaled linearly: second-order terms O(1e-4)
+        assert np.corrcoef(lift, r3)[0, 1] == pytest.approx(1.0, abs=1e-9)
+        assert float(lift @ r3) > 0                                          # the same sign, not only the line
+
+
+def test_attention_mode_is_the_whole_degenerate_eigenspace():
+    """The scores do not change under WQ → WQ R, WK → WK R, so the unstable eigenvalue is m-fold and
+    the amplitude is the projection on that eigenspace: the same for a rotated state (one basis vector
+    of it, which LAPACK picks, would give a different number)."""
+    from attnflow.focus_dilution.model import PopulationLoss, rank_one_params
+    from attnflow.focus_dilution import closed_forms
+
+    ch, m = chain.hub_family(4, 0.5, 0.3, 0.4, 0.1), 6
+    c1 = closed_forms.theta_c1(ch)
+    theta = rank_one_params(c1.a, c1.b, 0.0, m)
+    gen = torch.Generator().manual_seed(0)
+    theta["WQ"], theta["WK"] = (1e-3 * torch.randn(m, m, generator=gen, dtype=torch.float64) for _ in range(2))
+    R = torch.linalg.qr(torch.randn(m, m, generator=gen, dtype=torch.float64))[0]
+    mode = realtext.attention_mode(theta, PopulationLoss(ch))
+    turned = realtext.attention_mode(dict(theta, WQ=theta["WQ"] @ R, WK=theta["WK"] @ R), PopulationLoss(ch))
+    assert mode.multiplicity == m and turned.multiplicity == m
+    assert mode.rate == pytest.approx(closed_forms.g_rate(ch), rel=1e-6) and turned.rate == pytest.approx(mode.rate, rel=1e-9)
+    assert turned.amplitude == pytest.approx(mode.amplitude, rel=1e-9)
+
+
+@pytest.mark.parametrize("corr,rank_cond,verdict", [(0.999, 1.1, "pass"), (0.99, 1.1, "fail"),
+                                                     (0.90, 1.6, "outside")])
+def test_b11_first_move_floor_and_domain(ledger, monkeypatch, corr, rank_cond, verdict):
+    from types import SimpleNamespace
+
+    from attnflow import display
+    from attnflow.focus_dilution.reports import real_text
+
+    monkeypatch.setattr(display, "number", lambda *a, **k: None)
+    assert real_text.move_corr_min(0.1) == pytest.approx(np.sqrt(0.99))
+    m = dict(rank_cond=rank_cond, lift_dev_cond=0.01, escaped=True, rank_end=2.5, move_corr=corr, move_level=0.1,
+             move_sign=1.0, t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0,
+             t_escape_markov=104.0, t_end=300.0, rate_cond=0.05, amp_cond=1e-3, t_forecast=150.0)
+    rep = real_text.RealTextReport(lr=0.1, eps=1e-3, d=64, m=16, alpha=0.1, mid_first=15, mid_last=40,
+                                   cfg=SimpleNamespace(n_top=5), marks={"a": m},
+                                   first_lifts={"a": {" ": 1.5, "the": 1.3, "group": 0.9}})
+    rep.check_claims()
+    rec = next(r for r in ledger() if "first attention move vs" in r["what"])
+    assert rec["verdict"] == verdict, rec

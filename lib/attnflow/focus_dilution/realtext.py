@@ -31,11 +31,11 @@ import torch
 
 from attnflow import data, seeding
 from attnflow.focus_dilution import chain as chains, closed_forms, runs as runs_, training
-from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss
+from attnflow.focus_dilution.model import PARAM_NAMES, rank_one_params
 from attnflow.params import Param, ParameterError, Schema
 
 __all__ = ["RealStream", "load_stream", "window_examples", "bigram_chain", "RealTextRun", "train",
-           "token_attention", "group_lift", "lifts_at", "markov_gap", "milestones", "attention_mode", "training_loss", "escape_forecast",
+           "token_attention", "group_lift", "lifts_at", "markov_gap", "milestones", "AttentionMode", "attention_mode", "saddle_lift", "training_loss", "escape_forecast",
            "SCHEMA", "CORPORA"]
 
 CORPORA = ("wikitext", "tinystories")
@@ -147,6 +147,7 @@ class RealTextRun:
     val_loss: dict[str, np.ndarray]     # (T,) loss on the held-out real windows
     plateau: float                      # entropy of the training targets: the loss at the unigram saddle
     examples: training.Examples = None  # the real run's training windows (the loss it descends)
+    eval_examples: training.Examples = None  # the held-out windows every attention measure is taken on
 
     @property
     def t(self) -> np.ndarray:
@@ -198,7 +199,7 @@ def train(text: RealStream, *, seq_len: int = 64, n_train: int = 1024, n_eval: i
             out["val_loss"][name] = training.run_losses(theta, b).numpy()
     target_freq = real_ex.weights.sum(1).numpy()                               # (d,) training target frequencies
     plateau = float(-(target_freq[target_freq > 0] * np.log(target_freq[target_freq > 0])).sum())
-    return RealTextRun(text, chain, share=share, plateau=plateau, examples=real_ex, **out)
+    return RealTextRun(text, chain, share=share, plateau=plateau, examples=real_ex, eval_examples=eval_ex, **out)
 
 
 def group_lift(lift: np.ndarray, ids) -> np.ndarray:
@@ -223,15 +224,29 @@ def markov_gap(res: RealTextRun) -> np.ndarray:
     return np.abs(res.val_loss["real"] - res.val_loss["markov"]) / drop
 
 
-def attention_mode(theta: dict[str, torch.Tensor], loss) -> tuple[float, float]:
+MODE_RTOL = 1e-8    # eigenvalues of H within this relative distance of λ_min span one unstable eigenspace
+
+
+@dataclass(frozen=True)
+class AttentionMode:
+    """The unigram saddle's unstable attention mode at a state (see :func:`attention_mode`)."""
+
+    rate: float                 # r = −λ_min of the Hessian in (WQ, WK); 0 without a negative eigenvalue
+    amplitude: float            # ‖P x‖: the state's (WQ, WK) projected on the unstable eigenspace
+    multiplicity: int           # dimension of that eigenspace (m on a rank-one condensate: WQ, WK → WQ R, WK R)
+
+
+def attention_mode(theta: dict[str, torch.Tensor], loss) -> AttentionMode:
     """The unigram saddle's unstable attention mode, read off a state ``theta`` (one run, unbatched).
 
     The scores S = c W0 WQ WKᵀ W0ᵀ are bilinear in (WQ, WK), so with W0, W1 held at the state the
     loss is L₀ + ½ xᵀ H x + O(‖x‖⁴) in x = (WQ, WK): WQ = WK = 0 is the saddle of the attention
     block (spec R2: eigenvalues ±g on the modes q = ±k, g = ``closed_forms.g_rate`` at θ_c¹) and H
-    its Hessian there (autograd, float64). ``loss``: θ-dict → scalar. Returns the unstable rate
-    r = −λ_min(H) (0 if H has no negative eigenvalue) and the amplitude |⟨x, v⟩| of the state's
-    (WQ, WK) on its eigenvector v; under the flow ẋ = −Hx it grows like e^{r t}."""
+    its Hessian there (autograd, float64). ``loss``: θ-dict → scalar. The most negative eigenvalue
+    is degenerate (S is unchanged by WQ → WQ R, WK → WK R for orthogonal R), so the mode is the
+    eigenspace of the eigenvalues within ``MODE_RTOL`` of λ_min, not one basis vector of it (which
+    LAPACK picks arbitrarily): under the flow ẋ = −Hx the projection P x grows like e^{r t} and
+    lowers the loss by ½ r ‖P x‖²."""
     theta = {n: torch.as_tensor(theta[n], dtype=torch.float64) for n in PARAM_NAMES}
     shape = theta["WQ"].shape
     size = int(np.prod(shape))
@@ -242,8 +257,28 @@ def attention_mode(theta: dict[str, torch.Tensor], loss) -> tuple[float, float]:
     with runs_.single_threaded():
         H = torch.autograd.functional.hessian(at, torch.zeros(2 * size, dtype=torch.float64)).numpy()
     lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    E = V[:, np.abs(lam - lam[0]) <= MODE_RTOL * abs(lam[0])]                               # (2 m², k)
     x = torch.cat([theta["WQ"].reshape(-1), theta["WK"].reshape(-1)]).numpy()             # (2 m²,)
-    return max(0.0, float(-lam[0])), float(abs(V[:, 0] @ x))
+    return AttentionMode(rate=max(0.0, float(-lam[0])), amplitude=float(np.linalg.norm(E.T @ x)),
+                         multiplicity=int(E.shape[1]))
+
+
+def saddle_lift(chain: chains.MarkovChain, examples: training.Examples, m: int, dev: float = 1e-4) -> np.ndarray:
+    """(d,) the attention lift − 1 per token that the unigram saddle's focus mode produces on the
+    windows ``examples``: θ_c¹ of ``chain`` (spec R2) with κ of the sign of g (R3: the mode that
+    grows), |κ| set so that the largest |lift − 1| is ``dev`` (the linear regime). This is the
+    Markov theory's first attention move on those windows. R3's closed form
+    sign(g)·(π_k − ‖π‖²) is the same move for contexts whose composition is π; real windows are
+    not, and the lift averages over them."""
+    c1, g = closed_forms.theta_c1(chain), closed_forms.g_rate(chain)
+
+    def lift(kappa: float) -> np.ndarray:
+        theta = {n: v[None] for n, v in rank_one_params(c1.a, c1.b, kappa, m).items()}
+        mass, share, _ = token_attention(theta, examples)
+        return mass[0] / share - 1
+
+    k0 = float(np.sign(g) or 1.0) * 1e-6         # scores ~1e-6 α²: deep in the linear regime
+    return lift(k0 * dev / float(np.abs(lift(k0)).max()))
 
 
 def training_loss(res: RealTextRun, score_scale: float = 1.0):
@@ -269,8 +304,11 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
       the embedding's effective rank and the largest |lift − 1| are read;
     - escape: first record with L_train ≤ plateau − escape_frac·(plateau − bigram loss), and the
       effective rank of W0 at the last record;
-    - first attention move (``RealTextRun.first_move``): its time and its agreement with the
-      Markov prediction sign(g)·(π_k − ‖π‖²) (Pearson correlation over tokens, sign agreement);
+    - first attention move (``RealTextRun.first_move``): its time and its agreement with the Markov
+      theory's move, the lift of the fitted chain's saddle focus mode on the same windows
+      (``saddle_lift``, scaled to ``move`` at its largest; Pearson correlation over tokens, sign
+      agreement), and with R3's closed form sign(g)·(π_k − ‖π‖²) (``move_corr_r3``; ``mode_corr_r3``:
+      the theory's move against it);
     - escape forecast: the unstable rate and amplitude of the attention mode at the end of
       condensation (``attention_mode``) and the time they take the loss below the escape level
       (``escape_forecast``), from the state on the plateau, before the escape is looked for;
@@ -284,7 +322,7 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
     below = np.flatnonzero(loss <= res.plateau - escape_frac * (res.plateau - th["bigram"]))
     i_e = int(below[0]) if len(below) else len(t) - 1
     i_m, change = res.first_move(move)
-    predicted = np.sign(th["g"]) * (res.chain.pi - th["pi_sq"])
+    r3 = np.sign(th["g"]) * (res.chain.pi - th["pi_sq"])                    # R3's closed form of the move
     gap = markov_gap(res)
 
     def first(y, level):                                                      # first t with y ≤ level
@@ -292,7 +330,10 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
         return float(t[hit[0]]) if len(hit) else float("nan")
 
     state = {n: res.runs["real"].states[n][i_c] for n in PARAM_NAMES}
-    rate, amp = attention_mode(state, training_loss(res))                      # the unstable mode at t_cond
+    mode = attention_mode(state, training_loss(res))                           # the unstable mode at t_cond
+    predicted = saddle_lift(res.chain, res.eval_examples, state["W0"].shape[-1])   # the theory's move, linear
+    predicted *= move / np.abs(predicted).max()                                # drawn at the move's level
+    corr = lambda a, b: float(np.corrcoef(a, b)[0, 1])                        # noqa: E731
     drop = escape_frac * (res.plateau - th["bigram"])                          # the escape criterion below the plateau
     val = res.val_loss
     v_plateau = float(np.median(val["real"][i_c: max(i_e, i_c + 1)]))       # held-out loss on the plateau
@@ -302,11 +343,12 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
             "gap_plateau": float(gap[i_c: max(i_e, i_c + 1)].max()),"t_cond": float(t[i_c]), "rank_cond": float(rank[i_c]), "rank_init": float(rank[0]),
             "lift_dev_cond": float(np.abs(res.lift()[i_c] - 1).max()), "loss_cond": float(loss[i_c]),
             "t_escape": float(t[i_e]), "escaped": bool(len(below)), "rank_end": float(rank[-1]),
-            "t_move": float(t[i_m]), "move_corr": float(np.corrcoef(change, predicted)[0, 1]),
+            "t_move": float(t[i_m]), "move_level": move, "move_corr": corr(change, predicted),
             "move_sign": float(np.mean(np.sign(change) == np.sign(predicted))), "move_change": change,
-            "move_predicted": predicted, "gap_all": float(gap.max()),
-            "loss_end": float(loss[-1]), "t_end": float(t[-1]), "rate_cond": rate, "amp_cond": amp,
-            "t_forecast": escape_forecast(rate, amp, drop, float(t[i_c])), **th}
+            "move_predicted": predicted, "move_corr_r3": corr(change, r3), "mode_corr_r3": corr(predicted, r3),
+            "gap_all": float(gap.max()), "loss_end": float(loss[-1]), "t_end": float(t[-1]),
+            "rate_cond": mode.rate, "amp_cond": mode.amplitude, "mode_multiplicity": mode.multiplicity,
+            "t_forecast": escape_forecast(mode.rate, mode.amplitude, drop, float(t[i_c])), **th}
 
 
 # -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------

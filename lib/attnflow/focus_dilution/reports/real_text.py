@@ -7,7 +7,8 @@ chain (the Markov approximation).
 
 **Tolerances** (set before the runs, explained on the page): the Markov run's held-out loss stays
 within ``GAP_TOL`` of the real run's drop on the plateau, and the two runs' clocks (mid-condensation,
-leaving the plateau) agree to ``CLOCK_RTOL``.
+leaving the plateau) agree to ``CLOCK_RTOL``; the first attention move, read where some lift is ℓ
+away from 1, correlates with the Markov theory's move at ``move_corr_min(ℓ)`` = √(1 − ℓ²) or more.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from attnflow import claims, display
 from attnflow.focus_dilution import realtext
 from attnflow.report import PageReport
 
-__all__ = ["RealTextReport", "measure", "escape_time", "escape_due", "DUE_FACTOR", "GAP_TOL", "CLOCK_RTOL", "MARKOV_ERRATA", "ORDER_ERRATA",
+__all__ = ["RealTextReport", "measure", "escape_time", "escape_due", "move_corr_min", "DUE_FACTOR", "GAP_TOL", "CLOCK_RTOL", "MARKOV_ERRATA", "ORDER_ERRATA",
            "NAMED_UNITS",
            "MILESTONE_KEYS"]
 
@@ -29,7 +30,8 @@ CLOCK_RTOL = 0.1           # B10 clocks (mid-condensation, leaving the plateau):
 DUE_FACTOR = 1.0          # B10 escape: decades of loss drop the run must have time for beyond the linear forecast
 MARKOV_ERRATA, ORDER_ERRATA = "errata-real-text-markov", "errata-real-text-order"
 NAMED_UNITS = (" ", "\n", "the", ",", ".")     # the token ids whose lift the figure draws
-MILESTONE_KEYS = ("t_cond", "rank_init", "rank_cond", "lift_dev_cond", "t_move", "move_corr", "move_sign", "t_escape",
+MILESTONE_KEYS = ("t_cond", "rank_init", "rank_cond", "lift_dev_cond", "t_move", "move_corr", "move_sign",
+                  "move_corr_r3", "mode_corr_r3", "mode_multiplicity", "t_escape",
                   "rank_end", "gap_plateau", "gap_all", "g", "pi_sq", "loss_end", "bigram", "t_half", "t_half_markov",
                   "t_escape_val", "t_escape_markov", "rate_cond", "t_forecast")
 
@@ -134,7 +136,8 @@ class RealTextReport(PageReport):
         return fig
 
     def moves_figure(self):
-        """Per corpus: the lift change of each token id at the first attention move vs the Markov prediction."""
+        """Per corpus: the lift change of each token id at the first attention move vs the Markov
+        theory's move (``realtext.saddle_lift``), scaled to the same largest change."""
         from attnflow import plotting
 
         fig, axes = plotting.subplots(1, len(self.results), width=3.6, height=3.0)
@@ -146,8 +149,10 @@ class RealTextReport(PageReport):
                             (m["move_predicted"][k], m["move_change"][k]), fontsize=8)
             ax.axhline(0, color="0.7", lw=0.8)
             ax.axvline(0, color="0.7", lw=0.8)
-            ax.set(xlabel=r"Markov prediction sign$(g)\,(\pi_k-\|\pi\|^2)$", ylabel="lift − 1 at the first move",
-                   title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.3f}")
+            lim = 1.1 * m["move_level"]
+            ax.plot([-lim, lim], [-lim, lim], color="0.6", lw=0.8, ls="--")
+            ax.set(xlabel="lift − 1, Markov theory (saddle focus mode)", ylabel="lift − 1 at the first move",
+                   title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.4f}")
         fig.suptitle("Which tokens gain attention first: measured on real text vs the Markov theory", y=1.04)
         return fig
 
@@ -169,10 +174,15 @@ class RealTextReport(PageReport):
                              bool(due <= m["t_end"]),
                              f"r = {m['rate_cond']:.3g}, a = {m['amp_cond']:.2g}: forecast {m['t_forecast']:.4g}, "
                              f"due {due:.4g}, end {m['t_end']:g}")))
-            claims.check("B11", [m["move_corr"], m["move_sign"]], predicate=lambda x: x[0] >= 0.8 and x[1] >= 0.9,
-                         tolerance="corr ≥ 0.8 and sign agreement ≥ 0.9",
-                         what=f"{c}: first attention move vs Markov prediction sign(g)(π_k − ‖π‖²)",
-                         source="reconstruction")
+            floor = move_corr_min(m["move_level"])
+            claims.check("B11", m["move_corr"], predicate=lambda x, floor=floor: x >= floor,
+                         tolerance=f"corr ≥ √(1 − ℓ²) = {floor:.4f}: read at lift deviation ℓ = {m['move_level']:g}, "
+                                   "the move differs from the linear prediction by terms of relative order ℓ",
+                         what=f"{c}: first attention move vs the Markov theory's: the lift of the fitted chain's "
+                              "saddle focus mode (θ_c¹, κ of the sign of g) on the same windows", source="reconstruction",
+                         domain=claims.domain((
+                             "condensation ends near the rank-one saddle the theory linearizes at: effective rank of "
+                             "W0 below 1.5 there", bool(m["rank_cond"] < 1.5), f"effective rank {m['rank_cond']:.3g}")))
             lifts = self.first_lifts[c]
             ok_order = claims.check("B11", [lifts[" "], lifts["the"], lifts["group"]], predicate=realtext.paper_order,
                                     tolerance="lift(␣) > 1, lift(the) > 1, both > mean lift of the mid-frequency ranks",
@@ -229,6 +239,14 @@ def escape_due(rate: float, t_forecast: float, factor: float = DUE_FACTOR) -> fl
     0.008–0.019, orders the smoke seeds). No forecast of that second stage is validated yet, so a
     run due here that is still on the plateau fails (a finding, not hidden)."""
     return float(t_forecast + factor * np.log(10) / (2 * rate)) if rate > 0 else float("inf")
+
+
+def move_corr_min(level: float) -> float:
+    """B11's floor on corr(first move, mode prediction): the move is read where the largest
+    |lift − 1| reaches ``level`` (ℓ). The lift is a smooth function of the scores, so beyond the
+    linear term the move carries terms of relative size O(ℓ); a vector within relative distance ℓ
+    of another has correlation ≥ √(1 − ℓ²) with it (ℓ = 0.1: 0.9950)."""
+    return float(np.sqrt(1.0 - level ** 2))
 
 
 def measure(cfg) -> RealTextReport:
