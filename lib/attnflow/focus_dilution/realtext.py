@@ -306,7 +306,7 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
       effective rank of W0 at the last record;
     - first attention move (``RealTextRun.first_move``): its time and its agreement with the Markov
       theory's move, the lift of the fitted chain's saddle focus mode on the same windows
-      (``saddle_lift``, scaled to ``move`` at its largest; Pearson correlation over tokens, sign
+      (``saddle_lift``, scaled to the move's norm; Pearson correlation over tokens, sign
       agreement), and with R3's closed form sign(g)·(π_k − ‖π‖²) (``move_corr_r3``; ``mode_corr_r3``:
       the theory's move against it);
     - escape forecast: the unstable rate and amplitude of the attention mode at the end of
@@ -332,7 +332,7 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
     state = {n: res.runs["real"].states[n][i_c] for n in PARAM_NAMES}
     mode = attention_mode(state, training_loss(res))                           # the unstable mode at t_cond
     predicted = saddle_lift(res.chain, res.eval_examples, state["W0"].shape[-1])   # the theory's move, linear
-    predicted *= move / np.abs(predicted).max()                                # drawn at the move's level
+    predicted *= np.linalg.norm(change) / np.linalg.norm(predicted)          # drawn at the move's size, sign kept
     corr = lambda a, b: float(np.corrcoef(a, b)[0, 1])                        # noqa: E731
     drop = escape_frac * (res.plateau - th["bigram"])                          # the escape criterion below the plateau
     val = res.val_loss
