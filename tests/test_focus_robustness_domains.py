@@ -107,3 +107,10 @@ def test_alignment_domain_needs_pi_far_from_uniform(pi, spread, inside):
     rep = neutral_report(robustness.RobustnessReport, adam=SimpleNamespace(chain=SimpleNamespace(pi=pi)),
                          adam_amp_spread=spread)
     assert bool(rep.domain_alignment()) is inside
+
+
+# ----------------------------------------------------------------------------- B8: trapped at δ = 0
+@pytest.mark.parametrize("rate, held", [(0.0, True), (8e-6, True), (-3.5e-5, True),   # a decay is trapped too
+                                        (2e-5, False), (1e-3, False), (float("nan"), False)])
+def test_b8_trapped_is_no_growth(rate, held):
+    assert robustness.trapped(rate) is held
