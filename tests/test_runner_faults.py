@@ -338,3 +338,17 @@ def test_a_teachers_parameter_and_claim_run_through_the_runner(in_tiny_book, tmp
     assert cli.main(["run", "demo/teacher", "-p", "noise=0.25", "--output", str(out), "--quiet"]) == 0
     rec = json.loads((out / "teacher.claims.json").read_text())
     assert rec["claims"][0]["id"] == "T1" and rec["claims"][0]["verdict"] == "pass"
+
+
+def test_kernel_sockets_fall_back_to_tcp_under_a_long_temp_folder(tmp_path, monkeypatch):
+    """A Unix socket path holds at most 107 bytes: under a temp folder too long for one, TCP."""
+    import tempfile
+
+    from attnflow.runner.kernel import SOCKET_TMP_MAX, PrivateSocketKernelManager
+
+    assert PrivateSocketKernelManager().transport == ("ipc" if os.name == "posix" else "tcp")
+    deep = tmp_path / ("d" * (SOCKET_TMP_MAX + 1))
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    km = PrivateSocketKernelManager()
+    assert km.transport == "tcp" and km.socket_dir is None and not list(deep.iterdir())

@@ -30,6 +30,7 @@ from attnflow.runner.watch import Watch, first_line
 
 IOPUB_TIMEOUT = 120          # seconds to wait for a finished cell's last outputs (nbclient's default: 4)
 ENGINE = "attnflow"          # the papermill engine name registered below
+SOCKET_TMP_MAX = 64          # longest temp folder path the kernel's Unix sockets go under (else TCP)
 
 
 class PrivateSocketKernelManager(AsyncKernelManager):
@@ -44,7 +45,9 @@ class PrivateSocketKernelManager(AsyncKernelManager):
 
     @default("transport")
     def _transport_default(self) -> str:
-        return "ipc" if os.name == "posix" else "tcp"
+        # a Unix socket path holds at most 107 bytes: "<tmp>/attnflow-kernel-XXXXXXXX/ch-5" needs ~35
+        fits = len(os.path.abspath(tempfile.gettempdir())) <= SOCKET_TMP_MAX
+        return "ipc" if os.name == "posix" and fits else "tcp"
 
     @default("ip")
     def _ip_default(self) -> str:
