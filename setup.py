@@ -6,6 +6,7 @@ from the repository (``pip wheel .``, ``python -m build``) holds ``attnflow/_boo
 ``attnflow run PAGE`` then work after ``pip install`` in any folder. Editable installs skip the
 copy: they use the checkout itself.
 """
+
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-BOOK_FILES = ("_toc.yml", "book", "data")          # = attnflow.resources.BOOK_FILES
+BOOK_FILES = ("_toc.yml", "book", "data")  # = attnflow.resources.BOOK_FILES
 SKIP = shutil.ignore_patterns("*.ipynb", "__pycache__", ".*", "_build", "*.pyc")
 
 

@@ -7,6 +7,7 @@ into fresh jupyter-caches: once with 1 worker (what myst-nb's serial execution d
 time) and once with ``--workers`` worker processes. Prints the wall time of each and the ratio; the
 pages' claims must pass in both. Default pages: the five sharpening theory pages (about 2–4 min serial).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT = ["sharpening/lemma1_rescaling", "sharpening/scalar_reduction", "sharpening/line_theorem",
-           "sharpening/growth_rates", "sharpening/sharpening_mechanism"]
+DEFAULT = [
+    "sharpening/lemma1_rescaling",
+    "sharpening/scalar_reduction",
+    "sharpening/line_theorem",
+    "sharpening/growth_rates",
+    "sharpening/sharpening_mechanism",
+]
 
 
 def main() -> None:
@@ -29,8 +35,9 @@ def main() -> None:
     for workers in (1, a.workers):
         with tempfile.TemporaryDirectory() as d:
             start = time.perf_counter()
-            status = parallel.execute_pages(a.pages, workers=workers, cache=Path(d) / "cache", claims=Path(d) / "claims",
-                                            quiet=True)
+            status = parallel.execute_pages(
+                a.pages, workers=workers, cache=Path(d) / "cache", claims=Path(d) / "claims", quiet=True
+            )
             times[workers] = time.perf_counter() - start
             bad = {p: s for p, s in status.items() if s != "ran"}
             if bad:

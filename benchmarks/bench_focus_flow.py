@@ -14,6 +14,7 @@ extrapolated linearly (its cost per step is constant); this is printed as such.
 
 Run: .venv/bin/python benchmarks/bench_focus_flow.py
 """
+
 from __future__ import annotations
 
 import time
@@ -26,7 +27,7 @@ from attnflow.focus_dilution import chain as chains
 from attnflow.focus_dilution import model, runs
 
 T_END, H, EULER_FRACTION = 3.0e4, 0.05, 0.05
-CHECK_TIMES = [90.0, 1500.0, 1950.0, 3000.0, 5000.0, 3.0e4]          # TOOLING.md's checkpoints
+CHECK_TIMES = [90.0, 1500.0, 1950.0, 3000.0, 5000.0, 3.0e4]  # TOOLING.md's checkpoints
 TOOLING_LOSS = [1.52799, 1.52796, 1.50806, 1.50797, 1.47562, 1.41889]
 
 
@@ -66,8 +67,10 @@ def main() -> None:
         print(f"  t = {t_:>7.0f}: A {la:.6f}  B {lb:.6f}  TOOLING {ref:.5f}")
     l_eu = float(loss(fl.unflatten(torch.from_numpy(y_torch))))
     l_ex = float(loss(res_check.state(1)))
-    print(f"  Euler at t = {n_part * H:.0f}: loss {l_eu:.6f} vs adaptive {l_ex:.6f} (same trajectory; "
-          f"closed-form-gradient Euler differs from autograd Euler by {np.abs(y_np - y_torch).max():.1e})")
+    print(
+        f"  Euler at t = {n_part * H:.0f}: loss {l_eu:.6f} vs adaptive {l_ex:.6f} (same trajectory; "
+        f"closed-form-gradient Euler differs from autograd Euler by {np.abs(y_np - y_torch).max():.1e})"
+    )
 
     rows = [
         ("A  BDF, autograd gradient + torch.func.hessian", res_a.wall_s, res_a.nfev, res_a.njev),
@@ -75,16 +78,22 @@ def main() -> None:
         (f"E1 Euler h={H}, torch autograd (extrapolated ×{scale:.0f})", s_torch * scale, n_full, 0),
         (f"E2 Euler h={H}, closed-form gradient (extrapolated ×{scale:.0f})", s_np * scale, n_full, 0),
     ]
-    print(f"\nEuler timed on the first {EULER_FRACTION:.0%} of the horizon ({n_part} steps: {s_torch:.1f} s autograd, "
-          f"{s_np:.1f} s closed form) and extrapolated to {n_full} steps.")
+    print(
+        f"\nEuler timed on the first {EULER_FRACTION:.0%} of the horizon ({n_part} steps: {s_torch:.1f} s autograd, "
+        f"{s_np:.1f} s closed form) and extrapolated to {n_full} steps."
+    )
     print(f"\n{'integrator':<58} {'time (s)':>9} {'RHS evals':>10} {'Jacobians':>9}")
     for name, secs, nfev, njev in rows:
         print(f"{name:<58} {secs:>9.1f} {nfev:>10d} {njev:>9d}")
     print("\nratios (targets: ≥ 50× fewer evaluations, ≥ 20× less time):")
-    print(f"  A vs E1 (same autograd gradient): {n_full / res_a.nfev:6.0f}× fewer evaluations, "
-          f"{s_torch * scale / res_a.wall_s:6.1f}× less time")
-    print(f"  B vs E2 (same closed-form gradient): {n_full / res_b.nfev:6.0f}× fewer evaluations, "
-          f"{s_np * scale / res_b.wall_s:6.1f}× less time")
+    print(
+        f"  A vs E1 (same autograd gradient): {n_full / res_a.nfev:6.0f}× fewer evaluations, "
+        f"{s_torch * scale / res_a.wall_s:6.1f}× less time"
+    )
+    print(
+        f"  B vs E2 (same closed-form gradient): {n_full / res_b.nfev:6.0f}× fewer evaluations, "
+        f"{s_np * scale / res_b.wall_s:6.1f}× less time"
+    )
     print(f"  B vs E1 (the pages' path vs the torch Euler baseline): {s_torch * scale / res_b.wall_s:6.1f}× less time")
 
 

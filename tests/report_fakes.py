@@ -1,4 +1,5 @@
 """Small fakes shared by the report tests (imported by the test modules; pytest puts tests/ on the path)."""
+
 import dataclasses
 import math
 

@@ -25,6 +25,7 @@ paper imports the other paper. There is no import cycle.
 
 ``python tests/test_architecture.py`` prints the per-page table.
 """
+
 from __future__ import annotations
 
 import ast
@@ -41,25 +42,49 @@ PAPERS = ("attnflow.sharpening", "attnflow.focus_dilution")
 
 # The core layers: every top-level module of attnflow that is not a paper package.
 LAYERS: dict[str, set[str]] = {
-    "base": {"attnflow", "attnflow.params", "attnflow.claims", "attnflow.stats", "attnflow.seeding",
-             "attnflow.record", "attnflow.device", "attnflow.progress", "attnflow.display", "attnflow.report",
-             "attnflow.exercises", "attnflow.resources"},
+    "base": {
+        "attnflow",
+        "attnflow.params",
+        "attnflow.claims",
+        "attnflow.stats",
+        "attnflow.seeding",
+        "attnflow.record",
+        "attnflow.device",
+        "attnflow.progress",
+        "attnflow.display",
+        "attnflow.report",
+        "attnflow.exercises",
+        "attnflow.resources",
+        "attnflow.ledger",
+    },
     "numerics": {"attnflow.flow", "attnflow.train", "attnflow.sweep", "attnflow.plotting", "attnflow.data"},
-    "tooling": {"attnflow.runner", "attnflow.cli", "attnflow.cli_sweep", "attnflow.cli_export",
-                "attnflow.parallel", "attnflow.atlas", "attnflow.export", "attnflow.sphinx_ext",
-                "attnflow.sphinx_cache", "attnflow.sphinx_download", "attnflow.sphinx_runs"},
+    "tooling": {
+        "attnflow.runner",
+        "attnflow.cli",
+        "attnflow.cli_sweep",
+        "attnflow.cli_export",
+        "attnflow.parallel",
+        "attnflow.atlas",
+        "attnflow.export",
+    },
 }
 # What each layer may import (besides itself).
 MAY_IMPORT = {"base": set(), "numerics": {"base"}, "papers": {"base", "numerics"}, "tooling": {"base", "numerics"}}
 # Core modules that may import a paper module (registry or plug-in points): none is needed.
 PAPER_IMPORT_ALLOWED: set[tuple[str, str]] = set()
 
-PAGE_LOGIC_MAX = 10        # page-local logic statements per page
-PAGE_LOGIC_TOTAL_MAX = 150  # ... and on all pages together
-PAGE_LINES_MAX = 200
+# Page-local logic (see page_logic). Issue 22 puts each page's experiment on the page as calls to
+# library primitives, with its claims checked visibly: a domain condition ("n ≥ 3", a comparison) or
+# a relative error is page logic by this count, so the per-page cap was raised from 10 to 40 (150 → 500
+# in all). What the cap guarded against — numerical algorithms and plotting code on a page — is now
+# its own test (test_page_has_no_loops_or_plotting), and definitions stay forbidden. The 200-line
+# page cap is gone: page length is set by the content (issue 22, item 4).
+PAGE_LOGIC_MAX = 40  # page-local logic statements per page
+PAGE_LOGIC_TOTAL_MAX = 500  # ... and on all pages together
 
 
 # --- the import graph -------------------------------------------------------------------------
+
 
 def modules() -> dict[str, Path]:
     out = {}
@@ -128,7 +153,7 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     on: set[str] = set()
     comps: list[list[str]] = []
 
-    def visit(v: str) -> None:          # Tarjan; the graph has ~100 nodes
+    def visit(v: str) -> None:  # Tarjan; the graph has ~100 nodes
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
@@ -153,7 +178,7 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     paths = []
-    for comp in comps:                  # shortest cycle through the component's first module
+    for comp in comps:  # shortest cycle through the component's first module
         start, members = sorted(comp)[0], set(comp)
         prev, frontier = {start: None}, [start]
         found = None
@@ -189,26 +214,29 @@ def test_every_top_level_module_has_a_layer():
 
 def test_no_import_cycle():
     found = cycles(GRAPH)
-    msg = "\n".join(" -> ".join(p) + "\n    " + "\n    ".join(where(a, b) for a, b in zip(p, p[1:]))
-                    for p in found)
+    msg = "\n".join(" -> ".join(p) + "\n    " + "\n    ".join(where(a, b) for a, b in zip(p, p[1:])) for p in found)
     assert not found, f"import cycles:\n{msg}"
 
 
 def test_no_paper_imports_the_other_paper():
-    bad = [where(a, b) for a in GRAPH for b in GRAPH[a]
-           if paper(a) and paper(b) and paper(a) != paper(b)]
+    bad = [where(a, b) for a in GRAPH for b in GRAPH[a] if paper(a) and paper(b) and paper(a) != paper(b)]
     assert not bad, "cross-paper imports:\n" + "\n".join(bad)
 
 
 def test_core_imports_no_paper_package():
-    bad = [where(a, b) for a in GRAPH for b in GRAPH[a]
-           if not paper(a) and paper(b) and (a, b) not in PAPER_IMPORT_ALLOWED]
+    bad = [
+        where(a, b) for a in GRAPH for b in GRAPH[a] if not paper(a) and paper(b) and (a, b) not in PAPER_IMPORT_ALLOWED
+    ]
     assert not bad, "core modules importing a paper package:\n" + "\n".join(bad)
 
 
 def test_layers_import_only_the_layers_before_them():
-    bad = [f"{where(a, b)}: {layer(a)} may not import {layer(b)}" for a in GRAPH for b in GRAPH[a]
-           if layer(b) != layer(a) and layer(b) not in MAY_IMPORT[layer(a)]]
+    bad = [
+        f"{where(a, b)}: {layer(a)} may not import {layer(b)}"
+        for a in GRAPH
+        for b in GRAPH[a]
+        if layer(b) != layer(a) and layer(b) not in MAY_IMPORT[layer(a)]
+    ]
     assert not bad, "layer violations:\n" + "\n".join(bad)
 
 
@@ -222,6 +250,7 @@ def test_package_docstrings_list_their_modules(package):
 
 
 # --- thin pages --------------------------------------------------------------------------------
+
 
 def pages() -> list[Path]:
     return sorted(p for p in BOOK.rglob("*.py") if "_build" not in p.parts)
@@ -299,14 +328,14 @@ def _statements(body: list[ast.stmt]):
             for child in getattr(stmt, field, None) or []:
                 if isinstance(child, ast.stmt):
                     yield from _statements([child])
-                else:                       # an except handler or a match case: its body
+                else:  # an except handler or a match case: its body
                     yield from _statements(child.body)
 
 
 def _cell_offset(page: list[str], cell: list[str], start: int) -> int:
     """Line offset of a cell's source in the page file (page line = offset + cell line)."""
     for i in range(start, len(page) - len(cell) + 1):
-        if page[i:i + len(cell)] == cell:
+        if page[i : i + len(cell)] == cell:
             return i
     return start
 
@@ -350,14 +379,16 @@ def page_logic(path: Path) -> tuple[int, list[str], list[str]]:
         tags = set(cell.metadata.get("tags", []))
         try:
             tree = ast.parse(cell.source)
-        except SyntaxError as err:          # reported by test_page_defines_nothing, not at collection
+        except SyntaxError as err:  # reported by test_page_defines_nothing, not at collection
             defs.append(f"a code cell that does not parse ({err})")
             continue
         lines = cell.source.splitlines()
         offset = _cell_offset(page_lines, lines, offset)
-        defs += [f"{type(n).__name__} at line {offset + n.lineno} `{lines[n.lineno - 1].strip()[:60]}`"
-                 for n in ast.walk(tree)
-                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+        defs += [
+            f"{type(n).__name__} at line {offset + n.lineno} `{lines[n.lineno - 1].strip()[:60]}`"
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+        ]
         if tags & {"parameters", "exercise"}:
             continue
         for stmt in _statements(tree.body):
@@ -368,15 +399,25 @@ def page_logic(path: Path) -> tuple[int, list[str], list[str]]:
                     (bound.add if mod.split(".")[0] == "attnflow" else bound.discard)(name)
                 continue
             value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
-            names = ([n for t in stmt.targets for n in (_names(t) or [None])]
-                     if isinstance(stmt, ast.Assign) else [])
+            names = [n for t in stmt.targets for n in (_names(t) or [None])] if isinstance(stmt, ast.Assign) else []
             plain = isinstance(stmt, ast.Expr) or (names and None not in names)
-            shown = (isinstance(stmt, ast.Expr) and isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
-                     and value.func.id == "print" and all(_inert(a, bound) for a in value.args)
-                     and all(_inert(k.value, bound) for k in value.keywords))
-            if shown or value is not None and plain and (
+            shown = (
+                isinstance(stmt, ast.Expr)
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+                and value.func.id == "print"
+                and all(_inert(a, bound) for a in value.args)
+                and all(_inert(k.value, bound) for k in value.keywords)
+            )
+            if (
+                shown
+                or value is not None
+                and plain
+                and (
                     _delegation(value, bound)
-                    or (_inert(value, bound) and (isinstance(stmt, ast.Expr) or _root_name(value) in bound))):
+                    or (_inert(value, bound) and (isinstance(stmt, ast.Expr) or _root_name(value) in bound))
+                )
+            ):
                 bound.update(n for n in names if n)
                 continue
             bound.difference_update(n for n in names if n)
@@ -393,8 +434,9 @@ def table() -> str:
     for key, p in PAGES.items():
         n, _, defs = LOGIC[key]
         rows.append(f"{key:38s} {len(p.read_text(encoding='utf-8').splitlines()):5d} {n:5d} {len(defs):16d}")
-    rows.append(f"{'all pages':38s} {'':5s} {sum(v[0] for v in LOGIC.values()):5d} "
-                f"{sum(len(v[2]) for v in LOGIC.values()):16d}")
+    rows.append(
+        f"{'all pages':38s} {'':5s} {sum(v[0] for v in LOGIC.values()):5d} {sum(len(v[2]) for v in LOGIC.values()):16d}"
+    )
     return "\n".join(rows)
 
 
@@ -412,8 +454,10 @@ def test_page_defines_nothing(key):
 @pytest.mark.parametrize("key", sorted(PAGES))
 def test_page_local_logic_is_small(key):
     n, stmts, _ = LOGIC[key]
-    assert n <= PAGE_LOGIC_MAX, (f"book/{key}.py has {n} page-local logic statements (limit {PAGE_LOGIC_MAX}; "
-                                 "see page_logic):\n  " + "\n  ".join(stmts))
+    assert n <= PAGE_LOGIC_MAX, (
+        f"book/{key}.py has {n} page-local logic statements (limit {PAGE_LOGIC_MAX}; "
+        "see page_logic):\n  " + "\n  ".join(stmts)
+    )
 
 
 def test_page_local_logic_in_all():
@@ -421,29 +465,52 @@ def test_page_local_logic_in_all():
     assert total <= PAGE_LOGIC_TOTAL_MAX, f"{total} page-local logic statements on all pages:\n{table()}"
 
 
+PLOTTING = ("matplotlib", "seaborn")
+
+
 @pytest.mark.parametrize("key", sorted(PAGES))
-def test_page_is_short(key):
-    n = len(PAGES[key].read_text(encoding="utf-8").splitlines())
-    assert n <= PAGE_LINES_MAX, f"book/{key}.py has {n} lines (limit {PAGE_LINES_MAX})"
+def test_page_has_no_loops_or_plotting(key):
+    """A loop that computes is an algorithm and a matplotlib import is plotting code: both belong in
+    the library. A loop whose body only shows things (each statement a bare call: ``display.equation``,
+    ``print``) is how a page shows one line per model, and is allowed; exercise cells, which a
+    student writes, are exempt."""
+    found = []
+    for cell in jupytext.read(PAGES[key]).cells:
+        if cell.cell_type != "code" or "exercise" in cell.metadata.get("tags", []):
+            continue
+        for n in ast.walk(ast.parse(cell.source)):
+            if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and not all(
+                isinstance(b, ast.Expr) and isinstance(b.value, ast.Call) for b in n.body
+            ):
+                found.append(f"a {type(n).__name__.lower()} loop")
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+                found += [f"import {m}" for m in mods if m.split(".")[0] in PLOTTING]
+    assert not found, f"book/{key}.py holds " + "; ".join(found) + " (move it into the library)"
 
 
 # --- the page classifier on examples ------------------------------------------------------------
 
+
 def _count(src: str, tmp_path: Path) -> list[str]:
     page = tmp_path / "p.py"
-    page.write_text("# %% tags=[\"parameters\"]\nn = 3\n\n# %%\n" + src, encoding="utf-8")
+    page.write_text('# %% tags=["parameters"]\nn = 3\n\n# %%\n' + src, encoding="utf-8")
     return page_logic(page)[1]
 
 
 def test_page_logic_counts_computation_not_delegation(tmp_path):
-    thin = ("from attnflow import claims, params\nfrom attnflow.x import report\nimport numpy as np\n"
-            "cfg = params.validate(globals(), SCHEMA)\nrep = report(cfg, n=cfg.n)\nrep.glue();\n"
-            "pi = rep.pi\nrep.figures()[0]\nclaims.check('B1', rep.m[0], rep.e, rtol=1e-3, what=f'{rep.x:.2g}')\nrep\n"
-            "print(rep.describe(), f'{rep.g:.3f}')\n")
+    thin = (
+        "from attnflow import claims, params\nfrom attnflow.x import report\nimport numpy as np\n"
+        "cfg = params.validate(globals(), SCHEMA)\nrep = report(cfg, n=cfg.n)\nrep.glue();\n"
+        "pi = rep.pi\nrep.figures()[0]\nclaims.check('B1', rep.m[0], rep.e, rtol=1e-3, what=f'{rep.x:.2g}')\nrep\n"
+        "print(rep.describe(), f'{rep.g:.3f}')\n"
+    )
     assert _count(thin, tmp_path) == []
-    thick = ("from attnflow import claims\nimport numpy as np\nx = np.mean(rep.a)\ny = 2\n"
-             "claims.check('B1', rep.m * 2, 1, rtol=1e-3)\nfor i in range(3):\n    print(i)\n"
-             "np.sum(rep.a)\nrep.x = 3\nprint(np.round(rep.a))\n")
+    thick = (
+        "from attnflow import claims\nimport numpy as np\nx = np.mean(rep.a)\ny = 2\n"
+        "claims.check('B1', rep.m * 2, 1, rtol=1e-3)\nfor i in range(3):\n    print(i)\n"
+        "np.sum(rep.a)\nrep.x = 3\nprint(np.round(rep.a))\n"
+    )
     assert [s.split(":")[0] for s in _count(thick, tmp_path)] == ["7", "8", "9", "10", "12", "13", "14"]
 
 
@@ -452,6 +519,9 @@ if __name__ == "__main__":
     for key in PAGES:
         n, stmts, defs = LOGIC[key]
         if n > PAGE_LOGIC_MAX or defs:
-            print(f"\nbook/{key}.py: {n} logic statements" + "".join(f"\n  {s}" for s in stmts)
-                  + "".join(f"\n  DEF {d}" for d in defs))
+            print(
+                f"\nbook/{key}.py: {n} logic statements"
+                + "".join(f"\n  {s}" for s in stmts)
+                + "".join(f"\n  DEF {d}" for d in defs)
+            )
     sys.exit(0)

@@ -12,6 +12,7 @@ resource loads and uncaught exceptions, waits for MathJax, and measures the layo
 instead of the mini-book (every page, or those in ``ATTNFLOW_BROWSER_PAGES``, comma-separated);
 ``ATTNFLOW_BROWSER_JOBS`` Chromiums run at once (default: half the cores, at most 4).
 """
+
 from __future__ import annotations
 
 import html
@@ -29,7 +30,8 @@ from pathlib import Path
 import pytest
 from docutils import nodes
 
-from attnflow import display, plotting, sphinx_ext
+from attnflow import display, plotting
+from attnflow_book import sphinx_ext
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTHS = (1280, 390)
@@ -37,39 +39,55 @@ WIDTHS = (1280, 390)
 
 # --- unit tests: navigation titles, glued numbers, scripts, MathJax pruning --------------------
 
-@pytest.mark.parametrize("tex, text", [
-    (r"\theta_c^1", "θ_c¹"),
-    (r"\log t", "log t"),
-    (r"\log^2 t", "log² t"),
-    (r"\eta_{QK}/\eta_{OV}", "η_QK/η_OV"),
-    (r"\Theta(\delta)", "Θ(δ)"),
-    (r"\frac{a}{b+1}", "a/(b+1)"),
-    (r"\mathbb{E}\left[x_1\right]", "𝔼[x₁]"),
-    (r"e^{b}/n", "e^b/n"),
-])
+
+@pytest.mark.parametrize(
+    "tex, text",
+    [
+        (r"\theta_c^1", "θ_c¹"),
+        (r"\log t", "log t"),
+        (r"\log^2 t", "log² t"),
+        (r"\eta_{QK}/\eta_{OV}", "η_QK/η_OV"),
+        (r"\Theta(\delta)", "Θ(δ)"),
+        (r"\frac{a}{b+1}", "a/(b+1)"),
+        (r"\mathbb{E}\left[x_1\right]", "𝔼[x₁]"),
+        (r"e^{b}/n", "e^b/n"),
+    ],
+)
 def test_tex_to_unicode(tex, text):
     assert sphinx_ext.tex_to_unicode(tex) == text
 
 
 def test_titles_lose_math_but_keep_text():
-    title = nodes.title("", "", nodes.Text("The unigram saddle "), nodes.math(r"\theta_c^1", r"\theta_c^1"),
-                        nodes.Text(" and its mode"))
+    title = nodes.title(
+        "", "", nodes.Text("The unigram saddle "), nodes.math(r"\theta_c^1", r"\theta_c^1"), nodes.Text(" and its mode")
+    )
     sphinx_ext._math_to_text(title)
     assert not list(title.findall(nodes.math))
     assert title.astext() == "The unigram saddle θ_c¹ and its mode"
 
 
-@pytest.mark.parametrize("text, fixed", [
-    ("-0.0000", "0.0000"), ("-0", "0"), ("-0%", "0%"), ("-0.00e+00", "0.00e+00"), ("\u22120.000", "0.000"),
-    ("-0.0001", "-0.0001"), ("-1e-09", "-1e-09"), ("x-0", "x-0"), ("0.5", "0.5"), ("-", "-"),
-])
+@pytest.mark.parametrize(
+    "text, fixed",
+    [
+        ("-0.0000", "0.0000"),
+        ("-0", "0"),
+        ("-0%", "0%"),
+        ("-0.00e+00", "0.00e+00"),
+        ("\u22120.000", "0.000"),
+        ("-0.0001", "-0.0001"),
+        ("-1e-09", "-1e-09"),
+        ("x-0", "x-0"),
+        ("0.5", "0.5"),
+        ("-", "-"),
+    ],
+)
 def test_unsigned_zero_text(text, fixed):
     assert display.unsigned_zero_text(text) == fixed
 
 
 def test_number_and_tables_never_show_negative_zero():
     assert str(display.unsigned_zero(-0.0)) == "0.0"
-    assert display.unsigned_zero(-1e-9) == -1e-9           # values are kept, only "-0" text goes
+    assert display.unsigned_zero(-1e-9) == -1e-9  # values are kept, only "-0" text goes
     assert display.sentence({"a": -1e-9, "b": 2, "c": float("nan")}, "{:.3f}") == "a = 0.000, b = 2, c = —"
     out = display.table([{"x": -1e-9, "y": 1.5}], floatfmt="{:.3f}").to_html()
     assert "-0.000" not in out and "0.000" in out and "1.500" in out
@@ -81,11 +99,14 @@ def test_number_and_equation_are_not_echoed_as_a_cell_result():
 
     shell = InteractiveShell.instance()
     shell.run_cell("from attnflow import display\nimport sympy as sp", store_history=True)
-    for cell in ("display.number('q_echo', 1.25)", "display.equation('e_echo', sp.Symbol('a')**2, show=False)",
-                 "display.number('n_echo', 7)"):
+    for cell in (
+        "display.number('q_echo', 1.25)",
+        "display.equation('e_echo', sp.Symbol('a')**2, show=False)",
+        "display.number('n_echo', 7)",
+    ):
         with capture_output() as cap:
             result = shell.run_cell(cell, store_history=True)
-        echoed = cap.stdout.split("]:", 1)[-1].strip()   # a plain shell prints the "Out[n]:" prompt only
+        echoed = cap.stdout.split("]:", 1)[-1].strip()  # a plain shell prints the "Out[n]:" prompt only
         assert result.success and echoed == "", (cell, cap.stdout)
     value = display.number("v_echo", 1.25)
     assert value == 1.25 and isinstance(value, float) and json.dumps([value]) == "[1.25]" and value * 2 == 2.5
@@ -104,16 +125,25 @@ def test_duplicate_inline_scripts_are_dropped():
     from sphinx.builders.html._assets import _JavaScript
 
     body = 'const THEBE_JS_URL = "x"'
-    scripts = [_JavaScript("_static/a.js"), _JavaScript(None, body=body), _JavaScript("", body=body),
-               _JavaScript("_static/a.js", priority=500)]
+    scripts = [
+        _JavaScript("_static/a.js"),
+        _JavaScript(None, body=body),
+        _JavaScript("", body=body),
+        _JavaScript("_static/a.js", priority=500),
+    ]
     ctx = {"script_files": scripts}
     sphinx_ext._dedupe_scripts(None, "p", "page.html", ctx, None)
-    assert [(j.filename, j.attributes.get("body")) for j in ctx["script_files"]] == [("_static/a.js", None), (None, body)]
+    assert [(j.filename, j.attributes.get("body")) for j in ctx["script_files"]] == [
+        ("_static/a.js", None),
+        (None, body),
+    ]
 
 
-ENTRY_JS = ('x={autoload:(0,u.expandable)({cancel:["cancel","bcancel"],amscd:[[],["CD"]],'
-            'boldsymbol:["boldsymbol"]})};deps={"[tex]/cancel":["input/tex-base","[tex]/enclose"],'
-            '"[tex]/enclose":["input/tex-base"],"[tex]/amscd":["input/tex-base"]}')
+ENTRY_JS = (
+    'x={autoload:(0,u.expandable)({cancel:["cancel","bcancel"],amscd:[[],["CD"]],'
+    'boldsymbol:["boldsymbol"]})};deps={"[tex]/cancel":["input/tex-base","[tex]/enclose"],'
+    '"[tex]/enclose":["input/tex-base"],"[tex]/amscd":["input/tex-base"]}'
+)
 
 
 def test_mathjax_needed_follows_autoload_and_dependencies():
@@ -125,18 +155,27 @@ def test_mathjax_needed_follows_autoload_and_dependencies():
 
 def test_prune_mathjax_keeps_entry_fonts_and_needed_extensions(tmp_path):
     mj = tmp_path / "_static" / "mathjax"
-    files = {"tex-chtml.js": ENTRY_JS, "tex-svg.js": "x" * 1000, "sre/mathmaps/en.json": "{}",
-             "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff": "w",
-             "input/tex/extensions/cancel.js": "c", "input/tex/extensions/enclose.js": "e",
-             "input/tex/extensions/amscd.js": "a"}
+    files = {
+        "tex-chtml.js": ENTRY_JS,
+        "tex-svg.js": "x" * 1000,
+        "sre/mathmaps/en.json": "{}",
+        "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff": "w",
+        "input/tex/extensions/cancel.js": "c",
+        "input/tex/extensions/enclose.js": "e",
+        "input/tex/extensions/amscd.js": "a",
+    }
     for rel, text in files.items():
         (mj / rel).parent.mkdir(parents=True, exist_ok=True)
         (mj / rel).write_text(text)
     (tmp_path / "index.html").write_text(r"<p>\(\cancel{x}\)</p>")
     before, after = sphinx_ext.prune_mathjax(tmp_path)
     left = sorted(p.relative_to(mj).as_posix() for p in mj.rglob("*") if p.is_file())
-    assert left == ["input/tex/extensions/cancel.js", "input/tex/extensions/enclose.js",
-                    "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff", "tex-chtml.js"]
+    assert left == [
+        "input/tex/extensions/cancel.js",
+        "input/tex/extensions/enclose.js",
+        "output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff",
+        "tex-chtml.js",
+    ]
     assert not (mj / "sre").exists() and after < before
 
 
@@ -148,6 +187,7 @@ def test_environment_table_renders_code_spans():
 
 # --- unit tests: figures ----------------------------------------------------------------------
 
+
 def test_subplots_width_is_capped_and_fonts_readable():
     import matplotlib.pyplot as plt
 
@@ -156,8 +196,11 @@ def test_subplots_width_is_capped_and_fonts_readable():
     try:
         w, h = fig.get_size_inches()
         assert axes.shape == (1, 4) and w <= plotting.MAX_WIDTH + 1e-9 and h == pytest.approx(2.8)
-        smallest = min(plt.rcParams[k] for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize")
-                       if isinstance(plt.rcParams[k], float))
+        smallest = min(
+            plt.rcParams[k]
+            for k in ("xtick.labelsize", "ytick.labelsize", "legend.fontsize")
+            if isinstance(plt.rcParams[k], float)
+        )
         assert smallest >= plotting.SMALLEST_FONT_PT - 1e-9
         assert smallest * plotting.display_scale(w) >= 8.0
     finally:
@@ -217,9 +260,9 @@ def test_cell_ending_with_fig_shows_it_once():
 
         plt.switch_backend("module://matplotlib_inline.backend_inline")
         configure_inline_support(shell, "inline")
-        plt.ion()                                          # as %matplotlib inline does in a kernel
+        plt.ion()  # as %matplotlib inline does in a kernel
         plotting.show_result_figure_once(shell)
-        plotting.show_result_figure_once(shell)           # idempotent: one hook
+        plotting.show_result_figure_once(shell)  # idempotent: one hook
         hooks = [cb for cb in shell.events.callbacks["post_execute"] if cb.__name__ == "_close_result_figure"]
         assert len(hooks) == 1
         shell.run_cell("import matplotlib.pyplot as plt", store_history=True)
@@ -228,7 +271,7 @@ def test_cell_ending_with_fig_shows_it_once():
         assert len(cap.outputs) == 0 and not plt.get_fignums()  # shown as the result, not again
         with capture_output() as cap:
             shell.run_cell("fig, ax = plt.subplots()\nax.plot([0, 1]);", store_history=True)
-        assert len(cap.outputs) == 1                              # still shown once by the backend
+        assert len(cap.outputs) == 1  # still shown once by the backend
     finally:
         plt.close("all")
         configure_inline_support(shell, "agg")
@@ -238,7 +281,7 @@ def test_cell_ending_with_fig_shows_it_once():
 
 # --- the browser check ------------------------------------------------------------------------
 
-DEMO_PAGE = r'''# %% [markdown]
+DEMO_PAGE = r"""# %% [markdown]
 # # Demo page: the saddle $\theta_c^1$ and $\log t$
 #
 # A numbered statement and an unnumbered one, each linked: {prf:ref}`thm-line` and
@@ -296,7 +339,7 @@ fig
 
 # %% tags=["hide-input"]
 claims.finish()
-'''
+"""  # noqa: E501 (the demo page is wide on purpose: long math and claim lines)
 
 DEMO_INTRO = r"""# A mini-book
 
@@ -327,8 +370,14 @@ def build_minibook(dest: Path) -> Path:
     jb = Path(sys.executable).with_name("jupyter-book")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("ATTNFLOW_CLAIMS_DIR", None)
-    run = subprocess.run([str(jb), "build", str(dest), "-W", "-n", "--keep-going"], cwd=dest, env=env,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [str(jb), "build", str(dest), "-W", "-n", "--keep-going"],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, f"mini-book build failed:\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
     return dest / "_build" / "html"
 
@@ -343,9 +392,13 @@ PROBE = r"""<script>
   }, true);
   window.addEventListener('unhandledrejection', function (e) { R.errors.push('unhandled rejection: ' + e.reason); });
   var ce = console.error;
-  console.error = function () { R.errors.push(Array.prototype.join.call(arguments, ' ')); return ce.apply(console, arguments); };
+  console.error = function () {
+    R.errors.push(Array.prototype.join.call(arguments, ' '));
+    return ce.apply(console, arguments);
+  };
   function label(el) {
-    var c = (typeof el.className === 'string' && el.className) ? '.' + el.className.trim().split(/\s+/).slice(0, 2).join('.') : '';
+    var c = (typeof el.className === 'string' && el.className)
+      ? '.' + el.className.trim().split(/\s+/).slice(0, 2).join('.') : '';
     return el.tagName.toLowerCase() + c;
   }
   function scrolls(el, stop) {
@@ -383,7 +436,8 @@ PROBE = r"""<script>
       for (var a = el.parentElement; a && a !== col; a = a.parentElement) {
         var o = getComputedStyle(a).overflowX, ar = a.getBoundingClientRect().right;
         if (o === 'visible') continue;
-        if (o === 'auto' || o === 'scroll') { right = Math.min(right, ar); continue; }  // scrolls: its box is what shows
+        // scrolls: its box is what shows
+        if (o === 'auto' || o === 'scroll') { right = Math.min(right, ar); continue; }
         if (right > ar + 1) { clipped.push(label(a) + ' ' + Math.round(right - ar) + 'px cut'); break; }
       }
     });
@@ -443,8 +497,8 @@ class _ProbeHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        if self.path.startswith("/__frame/"):      # a phone-wide viewport: the page in an iframe
-            width, page = self.path[len("/__frame/"):].split("/", 1)
+        if self.path.startswith("/__frame/"):  # a phone-wide viewport: the page in an iframe
+            width, page = self.path[len("/__frame/") :].split("/", 1)
             return self._send(FRAME.format(width=int(width), page=html.escape(page)).encode("utf-8"))
         path = Path(self.translate_path(self.path))
         if path.is_dir():
@@ -477,12 +531,27 @@ def render(exe: str, base: str, page: str, width: int) -> dict:
 
     window = max(width, 1280)
     url = base + (page if width >= 500 else f"__frame/{width}/{page}")
-    for attempt in range(2):                    # one retry: a loaded machine may drop a page load
+    for attempt in range(2):  # one retry: a loaded machine may drop a page load
         with tempfile.TemporaryDirectory(prefix="attnflow-chromium-") as profile:
-            run = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                  "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
-                                  f"--window-size={window},900", "--virtual-time-budget=20000", "--dump-dom", url],
-                                 capture_output=True, text=True, timeout=180)
+            run = subprocess.run(
+                [
+                    exe,
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--hide-scrollbars",
+                    "--no-first-run",
+                    "--disable-extensions",
+                    f"--user-data-dir={profile}",
+                    f"--window-size={window},900",
+                    "--virtual-time-budget=20000",
+                    "--dump-dom",
+                    url,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
         m = re.search(r'<pre id="attnflow-probe">(.*?)</pre>', run.stdout, re.S)
         if m:
             break
@@ -494,16 +563,21 @@ def render(exe: str, base: str, page: str, width: int) -> dict:
 def site(tmp_path_factory):
     exe = chromium()
     if exe is None:
-        pytest.skip("headless Chromium not found: install Debian's chromium (apt-get install -y chromium) "
-                    "to run the browser check of the built book")
+        pytest.skip(
+            "headless Chromium not found: install Debian's chromium (apt-get install -y chromium) "
+            "to run the browser check of the built book"
+        )
     given = os.environ.get("ATTNFLOW_BROWSER_SITE")
     if given:
         html_dir = Path(given).resolve()
         if not (html_dir / "index.html").exists():
             pytest.skip(f"ATTNFLOW_BROWSER_SITE={given} has no index.html")
         wanted = os.environ.get("ATTNFLOW_BROWSER_PAGES")
-        pages = ([p.strip() for p in wanted.split(",") if p.strip()] if wanted else
-                 sorted(p.relative_to(html_dir).as_posix() for p in (html_dir / "book").rglob("*.html")))
+        pages = (
+            [p.strip() for p in wanted.split(",") if p.strip()]
+            if wanted
+            else sorted(p.relative_to(html_dir).as_posix() for p in (html_dir / "book").rglob("*.html"))
+        )
     else:
         html_dir = build_minibook(tmp_path_factory.mktemp("minibook"))
         pages = ["book/intro.html", "book/demo/page.html", "book/claims.html"]
@@ -516,7 +590,7 @@ def site(tmp_path_factory):
 
         jobs = int(os.environ.get("ATTNFLOW_BROWSER_JOBS") or min(4, max(1, (os.cpu_count() or 2) // 2)))
         todo = [(page, width) for page in pages for width in WIDTHS]
-        with ThreadPoolExecutor(max_workers=jobs) as pool:      # one Chromium per (page, width)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # one Chromium per (page, width)
             for key, res in zip(todo, pool.map(lambda pw: render(exe, base, *pw), todo)):
                 results[key] = res
     finally:
@@ -571,14 +645,17 @@ def test_minibook_statement_numbers_and_glue(site):
     r = site["results"]["book/demo/page.html", 1280]
     assert r["statements"] == ["Theorem 3 (Move along a line)", "Proposition (An unnumbered statement)"]
     assert "θ_c¹" in r["title"] and "\\" not in r["title"]
-    assert site["results"]["book/demo/page.html", 390]["inline_broken"] >= 1     # the long inline formula wraps
+    assert site["results"]["book/demo/page.html", 390]["inline_broken"] >= 1  # the long inline formula wraps
     page = (site["html"] / "book" / "demo" / "page.html").read_text(encoding="utf-8")
     assert ">Theorem 3<" in page and ">Proposition (An unnumbered statement)<" in page
     assert "-0.0000" not in page and "-0.2500" in page
     assert page.count("const THEBE_JS_URL") <= 1
     ledger = (site["html"] / "book" / "claims.html").read_text(encoding="utf-8")
     heads = re.findall(r"<th\b[^>]*>\s*(?:<p>)?([^<]+)", ledger)
-    assert heads[:3] == ["verdict", "id", "quantity checked"], heads      # verdict first: in view on a phone
+    assert heads[:3] == ["id", "statement", "verdicts"], heads  # the summary by claim comes first
+    i = heads.index("verdict")  # then every check, verdict first: in view on a phone
+    assert heads[i : i + 3] == ["verdict", "id", "quantity checked"], heads
+    assert "By claim" in ledger and 'class="toggle' in ledger
     assert "✔ pass" in ledger and "1 checks on 1 pages in this build: 1 passed, 0 failed." in ledger
     mathjax = site["html"] / "_static" / "mathjax"
     size = sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file())

@@ -1,4 +1,5 @@
 """The claims ledger: visible verdicts, JSON records, failure raised only at the end."""
+
 import json
 import math
 
@@ -30,7 +31,9 @@ def test_pass_and_fail_are_recorded_and_printed(page, capsys):
 
 def test_arrays_predicates_and_nan():
     assert claims.check("A12", np.array([0.977, 0.843]), [0.9770, 0.8431], atol=0.002, what="p")
-    assert claims.check("A12", ["FACO", "CACO"], predicate=lambda x: x[0] == "FACO", tolerance="FACO first", what="order")
+    assert claims.check(
+        "A12", ["FACO", "CACO"], predicate=lambda x: x[0] == "FACO", tolerance="FACO first", what="order"
+    )
     assert not claims.check("A3", float("nan"), 0.0, atol=1.0, what="nan never passes")
 
 
@@ -57,13 +60,15 @@ def test_registry_covers_both_specs():
 
 def test_documented_disagreement_with_the_paper_is_listed_not_failed(page, capsys):
     assert not claims.check("A9", 0.01, 0.43, atol=0.05, what="AC at r = 10", source="paper", errata="sharpening-q5")
-    assert claims.check("A9", 0.43, 0.43, atol=0.05, what="AC at r = 10 (passes)", source="paper", errata="sharpening-q5")
+    assert claims.check(
+        "A9", 0.43, 0.43, atol=0.05, what="AC at r = 10 (passes)", source="paper", errata="sharpening-q5"
+    )
     out = capsys.readouterr().out
     assert "≠ A9 AC at r = 10" in out and "not reproduced" in out and "sharpening-q5" in out
     rec = json.loads((page / "test__ledger.json").read_text())
     assert [r["verdict"] for r in rec["claims"]] == ["disagrees", "pass"]
     assert rec["claims"][0]["errata"] == "sharpening-q5"
-    claims.finish()                                   # a documented disagreement does not fail the page
+    claims.finish()  # a documented disagreement does not fail the page
     assert "1 disagree with the paper" in capsys.readouterr().out
 
 
@@ -87,7 +92,7 @@ def test_outside_domain_is_its_own_verdict(page, capsys):
     rec = json.loads((page / "test__ledger.json").read_text())["claims"]
     assert [r["verdict"] for r in rec] == ["outside", "pass", "outside"]
     assert rec[1]["domain"] == "n ≥ 3" and rec[0]["reason"].startswith("|g|")
-    claims.finish()                               # outside is not a failure
+    claims.finish()  # outside is not a failure
     assert "1 passed, 2 outside their domain, 0 failed" in capsys.readouterr().out
 
 
@@ -108,26 +113,107 @@ def test_check_mean_uses_the_seed_interval(page, capsys):
     assert iv.n == 4 and abs(iv.mean - 0.83) < 1e-12 and iv.lo < 0.83 < iv.hi
     # scipy's t quantile, 3 dof, 97.5%: 3.182446305
     assert abs(iv.half_width - 3.182446305 * np.std(v, ddof=1) / 2) < 1e-8
-    assert claims.check_mean("A7", v, target=0.835, what="FAFO mass")          # inside the interval
-    assert not claims.check_mean("A7", v, target=0.90, what="FAFO mass")       # outside
+    # equivalence (TOST): the whole interval [0.796, 0.864] inside target ± margin
+    assert claims.check_mean("A7", v, target=0.83, margin=0.05, what="FAFO mass")
+    assert not claims.check_mean("A7", v, target=0.83, margin=0.02, what="FAFO mass")  # interval wider than the band
+    assert not claims.check_mean("A7", v, target=0.90, margin=0.05, what="FAFO mass")  # off target
+    # noisier seeds make an equivalence test harder, never easier (the old two-sided target test passed them)
+    noisy = [0.60, 1.06, 0.70, 0.96]
+    assert abs(np.mean(noisy) - 0.83) < 1e-12
+    assert not claims.check_mean("A7", noisy, target=0.83, margin=0.05, what="noisy FAFO mass")
     assert claims.check_mean("A7", v, above=0.75, what="rise")
-    assert not claims.check_mean("A7", v, above=0.81, what="rise")              # lo < 0.81
-    assert not claims.check_mean("A7", [0.8], target=0.8, what="one seed")      # undefined interval fails
+    assert not claims.check_mean("A7", v, above=0.81, what="rise")  # lo < 0.81
+    # one seed: no interval, so the claim is outside (the number of seeds is a parameter)
+    assert claims.check_mean("A7", [0.8], target=0.8, margin=0.1, what="one seed").verdict == "outside"
     assert "mean of 4 seeds" in capsys.readouterr().out
     with pytest.raises(ValueError, match="exactly one"):
         claims.check_mean("A7", v, target=0.8, above=0.1)
+    with pytest.raises(ValueError, match="margin"):
+        claims.check_mean("A7", v, target=0.8)
+
+
+def test_real_data_verdicts_are_three(page, capsys):
+    reproduced = [0.30, 0.32, 0.31, 0.29]
+    straddles = [0.05, -0.02, 0.04, -0.01]
+    against = [-0.30, -0.32, -0.31, -0.29]
+    kw = dict(above=0.0, real_data=True, source="paper")
+    assert claims.check_mean("A7", reproduced, what="gain", **kw).verdict == "pass"
+    assert claims.check_mean("A7", straddles, what="gain", **kw).verdict == "inconclusive"
+    assert claims.check_mean("A7", against, what="gain", **kw).verdict == "contradicted"
+    recs = claims.records()
+    assert recs[1]["seeds_to_decide"] > 4 and recs[1]["interval"][0] < 0 < recs[1]["interval"][1]
+    out = capsys.readouterr().out
+    assert "inconclusive on 4 seeds" in out and "would decide" in out and "contradicted" in out
+    claims.finish()  # neither inconclusive nor contradicted fails the page
+    with pytest.raises(ValueError, match="statements of the paper"):
+        claims.check_mean("A7", reproduced, above=0.0, real_data=True, source="reconstruction")
+
+
+def test_check_share_decides_on_the_wilson_bound(page, capsys):
+    from attnflow import stats
+
+    assert stats.seeds_to_decide_share(0.5) == 3  # 3/3: one-sided 95 % Wilson bound 0.526 > ½
+    assert stats.seeds_to_decide_share(2 / 3) == 6
+    assert claims.check_share("B6", [True, True, True], what="focus by the predicted sign")
+    assert not claims.check_share("B6", [True, True, False], what="focus by the predicted sign")  # 2/3: bound 0.29
+    assert claims.check_share("B6", [True, True], what="two seeds").verdict == "outside"  # cannot decide
+    assert claims.check_share("B6", [True] * 9 + [False], what="most of ten").verdict == "pass"
+    assert (
+        claims.check_share("B6", [False] * 5, above=0.5, real_data=True, source="paper", what="real").verdict
+        == "contradicted"
+    )
+    assert "enough seeds to decide" in claims.records()[2]["reason"]
+
+
+def test_domains_say_what_they_read_and_never_read_a_later_state(page):
+    dom = claims.domain(
+        ("ε√(dm) ≤ 0.01", True, "0.006"),
+        ("σ2(W0) ≤ 0.01 at the end of condensation", True, "0.004", claims.state("end of condensation", t=120.0)),
+    )
+    assert claims.check("B3", 1.0, 1.0, atol=1e-3, domain=dom, measured_from=150.0, what="rate")
+    rec = claims.records()[-1]
+    assert rec["domain_reads"] == ["parameters", "state at t = 120: end of condensation"]
+    assert rec["measured_from"] == 150.0
+    with pytest.raises(ValueError, match="after the measurement"):
+        claims.check("B3", 1.0, 1.0, atol=1e-3, domain=dom, measured_from=100.0, what="rate")
+    with pytest.raises(ValueError, match="measured_from"):
+        claims.check("B3", 1.0, 1.0, atol=1e-3, domain=dom, what="rate")
+    with pytest.raises(ValueError, match="reads must be"):
+        claims.domain(("x", True, "", "the measured rate"))
+    # a state never reached (t = inf) has no time: it cannot pass the guard by being 'before'
+    never = claims.domain(("plateau reached", False, "", claims.state("plateau", t=float("inf"))))
+    assert claims.check("B3", 1.0, 1.0, atol=1e-3, domain=never, what="x").verdict == "outside"
+
+
+def test_a_check_after_finish_fails_the_run(page):
+    claims.check("A3", 1.0, 1.0, rtol=1e-6, what="slope")
+    claims.finish()
+    assert claims.check("A3", 1.0, 1.0, rtol=1e-6, what="a teacher's passing check")
+    with pytest.raises(claims.ClaimFailed, match="after claims.finish"):
+        claims.check("A3", 2.0, 1.0, rtol=1e-6, what="a teacher's failing check")
+
+
+def test_a_failed_precondition_fails_the_page_but_is_not_a_claim(page, capsys):
+    claims.check("A3", 1.0, 1.0, rtol=1e-6, what="slope")
+    assert claims.precondition("training reached the target loss", True, "loss 0.01")
+    assert not claims.precondition("the ODE solver converged", False, "status -1")
+    assert len(claims.records()) == 1
+    with pytest.raises(claims.ClaimFailed, match="precondition the ODE solver converged"):
+        claims.finish()
+    data = json.loads(next(page.glob("*.json")).read_text())
+    assert [p["holds"] for p in data["preconditions"]] == [True, False]
 
 
 def test_fraction_wilson_interval():
     from attnflow import stats
 
     fr = stats.fraction([True] * 10)
-    assert fr.k == 10 and abs(fr.hi - 1.0) < 1e-12 and abs(fr.lo - 0.7225) < 1e-4     # Wilson 95%: 0.7225
+    assert fr.k == 10 and abs(fr.hi - 1.0) < 1e-12 and abs(fr.lo - 0.7225) < 1e-4  # Wilson 95%: 0.7225
     assert stats.enough_seeds(2)[1] is False and stats.enough_seeds(3)[1] is True
 
 
 def test_without_a_claims_folder_records_stay_in_memory(tmp_path, monkeypatch):
-    book = tmp_path / "teachers_book"        # a Jupyter Book of someone else, the page run inside it
+    book = tmp_path / "teachers_book"  # a Jupyter Book of someone else, the page run inside it
     (book / "lesson").mkdir(parents=True)
     (book / "_config.yml").write_text("title: t\n")
     (book / "_toc.yml").write_text("format: jb-book\nroot: lesson/page\n")
@@ -173,7 +259,7 @@ def test_a_predicate_check_prints_its_criterion(page, capsys):
 
 def test_check_mean_outside_its_domain_needs_no_values(page, capsys):
     dom = claims.domain(("at least 3 seeds reach the plateau", False, "0 seeds"))
-    assert claims.check_mean("A7", [], target=0.8, what="mass", domain=dom).verdict == "outside"
+    assert claims.check_mean("A7", [], target=0.8, margin=0.1, what="mass", domain=dom).verdict == "outside"
     assert "○ A7 mass: outside domain" in capsys.readouterr().out
 
 
@@ -183,3 +269,22 @@ def test_finite_mean_leaves_out_seeds_without_the_stage():
     assert stats.finite_mean([1.0, float("nan"), 3.0]) == 2.0
     assert stats.finite_mean(np.array([[2.0], [float("inf")]])) == 2.0
     assert math.isnan(stats.finite_mean([float("nan")])) and math.isnan(stats.finite_mean([]))
+
+
+def test_real_data_non_finite_values_fail_not_inconclusive(ledger):
+    """A NaN seed on real data is a breakdown of the run, not an undecided effect."""
+    with pytest.raises(claims.ClaimFailed):
+        v = claims.check_mean(
+            "A6", [float("nan"), -0.2, -0.3], below=0.0, real_data=True, source="paper", what="entropy change"
+        )
+        assert v.verdict == "fail"
+        claims.finish()
+
+
+def test_seeds_for_equivalence_is_the_fewest_that_can_pass():
+    from attnflow import stats
+
+    n = stats.seeds_for_equivalence(1.0, 0.5)
+    assert stats._t_quantile(0.975, n - 1) / n**0.5 < 0.5 <= stats._t_quantile(0.975, n - 2) / (n - 1) ** 0.5
+    with pytest.raises(ValueError, match="sd > 0"):
+        stats.seeds_for_equivalence(0.0, 0.5)

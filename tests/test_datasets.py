@@ -1,5 +1,6 @@
 """attnflow.data: the shipped stand-ins, the hub path (offline, through local files), the
 tokenizer, relevant-token masks, and the errors for missing or corrupt data files."""
+
 from __future__ import annotations
 
 import contextlib
@@ -127,7 +128,7 @@ def test_hatexplain_standin_is_sentiment_with_lexicon_rationales(standins):
         if label == neutral:
             assert not rel.any()
     counts = np.bincount(split.labels, minlength=3)
-    assert counts.min() > 0.25 * counts.sum()          # roughly balanced
+    assert counts.min() > 0.25 * counts.sum()  # roughly balanced
     assert sum(r.any() for r in split.relevant) > 0.3 * len(split)
 
 
@@ -221,10 +222,10 @@ def test_pieces_are_lossless(scheme):
 def test_tokenizer_round_trip(scheme):
     tok = WordTokenizer.from_text(TEXT, vocab_size=1000, scheme=scheme)
     assert tok.decode(tok.encode(TEXT)) == TEXT
-    size = 3 + len(set(TEXT)) + 4                   # specials, every character, 4 pieces
+    size = 3 + len(set(TEXT)) + 4  # specials, every character, 4 pieces
     capped = WordTokenizer.from_text(TEXT, vocab_size=size, scheme=scheme, oov="chars")
     assert len(capped) == size and capped.decode(capped.encode(TEXT)) == TEXT
-    assert len(capped.encode(TEXT)) > len(tok.encode(TEXT))   # out-of-vocabulary pieces are spelled
+    assert len(capped.encode(TEXT)) > len(tok.encode(TEXT))  # out-of-vocabulary pieces are spelled
     with pytest.raises(ValueError, match="distinct characters"):
         WordTokenizer.from_text(TEXT, vocab_size=12, scheme=scheme, oov="chars")
     small = WordTokenizer.from_text(TEXT, vocab_size=8, scheme=scheme)
@@ -285,10 +286,22 @@ def test_hub_source_without_the_hub_is_an_error(monkeypatch):
 def test_squad_hub_path_with_local_files(tmp_path):
     context = "Albedo was introduced into optics by Johann Heinrich Lambert in 1760."
     start = context.index("Johann")
-    rows = [{"id": "q1", "title": "Albedo", "context": context, "question": "Who introduced albedo?",
-             "answers": {"text": ["Johann Heinrich Lambert"], "answer_start": [start]}},
-            {"id": "q2", "title": "Albedo", "context": context, "question": "When?",
-             "answers": {"text": ["1760"], "answer_start": [context.index("1760")]}}]
+    rows = [
+        {
+            "id": "q1",
+            "title": "Albedo",
+            "context": context,
+            "question": "Who introduced albedo?",
+            "answers": {"text": ["Johann Heinrich Lambert"], "answer_start": [start]},
+        },
+        {
+            "id": "q2",
+            "title": "Albedo",
+            "context": context,
+            "question": "When?",
+            "answers": {"text": ["1760"], "answer_start": [context.index("1760")]},
+        },
+    ]
     files = {"train": _jsonl(tmp_path / "train.jsonl", rows), "validation": _jsonl(tmp_path / "dev.jsonl", rows[:1])}
     ds, printed = _load("squad", source="hub", data_files=files)
     assert not ds.standin and "real-format SQuAD v1.1 records from local files train.jsonl, dev.jsonl" in printed
@@ -303,28 +316,41 @@ def test_squad_hub_path_with_local_files(tmp_path):
 
 
 def test_hatexplain_hub_path_with_local_files(tmp_path):
-    rows = [{"id": "a", "post_tokens": ["you", "are", "awful", "people"],
-             "annotators": {"label": [2, 2, 0], "annotator_id": [1, 2, 3], "target": [[], [], []]},
-             "rationales": [[0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 1]]},
-            {"id": "b", "post_tokens": ["nice", "day"],
-             "annotators": {"label": [1, 1, 1], "annotator_id": [1, 2, 3], "target": [[], [], []]},
-             "rationales": []},
-            {"id": "c", "post_tokens": ["tie", "case"],
-             "annotators": {"label": [0, 1, 2], "annotator_id": [1, 2, 3], "target": [[], [], []]},
-             "rationales": []}]
-    ds, printed = _load("hatexplain", source="hub", data_files={"train": _jsonl(tmp_path / "t.jsonl", rows),
-                                                                "test": _jsonl(tmp_path / "s.jsonl", rows)})
+    rows = [
+        {
+            "id": "a",
+            "post_tokens": ["you", "are", "awful", "people"],
+            "annotators": {"label": [2, 2, 0], "annotator_id": [1, 2, 3], "target": [[], [], []]},
+            "rationales": [[0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 1]],
+        },
+        {
+            "id": "b",
+            "post_tokens": ["nice", "day"],
+            "annotators": {"label": [1, 1, 1], "annotator_id": [1, 2, 3], "target": [[], [], []]},
+            "rationales": [],
+        },
+        {
+            "id": "c",
+            "post_tokens": ["tie", "case"],
+            "annotators": {"label": [0, 1, 2], "annotator_id": [1, 2, 3], "target": [[], [], []]},
+            "rationales": [],
+        },
+    ]
+    ds, printed = _load(
+        "hatexplain",
+        source="hub",
+        data_files={"train": _jsonl(tmp_path / "t.jsonl", rows), "test": _jsonl(tmp_path / "s.jsonl", rows)},
+    )
     assert ds.label_names == ("hatespeech", "normal", "offensive") and "local files" in printed
     split = ds.train
-    assert len(split) == 2                                  # the three-way tie is dropped
+    assert len(split) == 2  # the three-way tie is dropped
     assert split.labels.tolist() == [2, 1]
     assert split.relevant[0].tolist() == [False, False, True, True] and not split.relevant[1].any()
 
 
 def test_sva_hub_path_with_a_linzen_tsv(tmp_path):
     header = "sentence\tverb_index\tsubj_index\tverb_pos\tn_diff_intervening\n"
-    lines = ["the keys to the cabinet are on the table\t6\t2\tVBP\t1\n",
-             "the author laughs\t3\t2\tVBZ\t0\n"] * 10
+    lines = ["the keys to the cabinet are on the table\t6\t2\tVBP\t1\n", "the author laughs\t3\t2\tVBZ\t0\n"] * 10
     path = tmp_path / "agr.tsv"
     path.write_text(header + "".join(lines), encoding="utf-8")
     ds, printed = _load("sva", source="hub", data_files=str(path))
@@ -347,12 +373,18 @@ def test_corpus_hub_path_with_local_files(tmp_path):
 
 
 HATEXPLAIN_ROWS = [
-    {"id": "a", "post_tokens": ["you", "are", "awful", "people"],
-     "annotators": {"label": [2, 2, 0], "annotator_id": [1, 2, 3], "target": [["x"], ["x"], ["x"]]},
-     "rationales": [[0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 1]]},
-    {"id": "b", "post_tokens": ["nice", "day"],
-     "annotators": {"label": [1, 1, 1], "annotator_id": [1, 2, 3], "target": [["x"], ["x"], ["x"]]},
-     "rationales": []},
+    {
+        "id": "a",
+        "post_tokens": ["you", "are", "awful", "people"],
+        "annotators": {"label": [2, 2, 0], "annotator_id": [1, 2, 3], "target": [["x"], ["x"], ["x"]]},
+        "rationales": [[0, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 1]],
+    },
+    {
+        "id": "b",
+        "post_tokens": ["nice", "day"],
+        "annotators": {"label": [1, 1, 1], "annotator_id": [1, 2, 3], "target": [["x"], ["x"], ["x"]]},
+        "rationales": [],
+    },
 ]
 
 
@@ -360,10 +392,12 @@ HATEXPLAIN_ROWS = [
 def online_hub(monkeypatch):
     """Pretend the Hub is reachable; ``datasets.load_dataset`` is replaced by the test."""
     from attnflow.data import sources
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.setattr(sources, "_hub_unreachable", lambda: None)
     import datasets
+
     return datasets
 
 
@@ -380,8 +414,10 @@ def test_hub_branch_tries_the_parquet_conversion(online_hub, monkeypatch):
     monkeypatch.setattr(online_hub, "load_dataset", fake_load)
     ds, printed = _load("hatexplain")
     assert calls == [("Hate-speech-CNERG/hatexplain", None), ("Hate-speech-CNERG/hatexplain", "refs/convert/parquet")]
-    assert printed.strip() == ("[attnflow.data] hatexplain: real HateXplain from the Hugging Face Hub "
-                               "(Hate-speech-CNERG/hatexplain, revision refs/convert/parquet)")
+    assert printed.strip() == (
+        "[attnflow.data] hatexplain: real HateXplain from the Hugging Face Hub "
+        "(Hate-speech-CNERG/hatexplain, revision refs/convert/parquet)"
+    )
     assert not ds.standin and ds.train.labels.tolist() == [2, 1]
 
 
@@ -398,6 +434,7 @@ def test_hub_failure_falls_back_with_the_reason(online_hub, monkeypatch):
 
 def test_unreachable_hub_falls_back(monkeypatch):
     from attnflow.data import sources
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.setattr(sources, "_hub_unreachable", lambda: "https://huggingface.co unreachable (URLError)")
@@ -440,7 +477,7 @@ def test_missing_manifest_names_make_data(tmp_path):
 
 def test_unreadable_file_with_matching_hash_names_make_data(tmp_path):
     d = _copy_data(tmp_path)
-    bad = gzip.compress(b'{"split": "train", "tokens": [', mtime=0)[:-4]   # truncated gzip
+    bad = gzip.compress(b'{"split": "train", "tokens": [', mtime=0)[:-4]  # truncated gzip
     (d / "sva_standin.jsonl.gz").write_bytes(bad)
     manifest = json.loads((d / "MANIFEST.json").read_text())
     manifest["files"]["sva_standin.jsonl.gz"]["sha256"] = sha256_file(d / "sva_standin.jsonl.gz")
@@ -454,11 +491,15 @@ def test_wiki_markup_is_stripped_to_plain_text():
     spec = importlib.util.spec_from_file_location("make_data", ROOT / "scripts" / "make_data.py")
     make_data = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_data)
-    raw = ("{{Infobox|name=x}}'''Albedo''' is the [[diffuse reflection|diffuse reflectivity]] of a "
-           "[[surface]].<ref>Cite</ref> It was named in 1760.[1]\n[[File:A.png|thumb|A [[b]] c]]\n"
-           "== See also ==\n* [[Other]]\n== History ==\nLambert introduced the term in his work.")
+    raw = (
+        "{{Infobox|name=x}}'''Albedo''' is the [[diffuse reflection|diffuse reflectivity]] of a "
+        "[[surface]].<ref>Cite</ref> It was named in 1760.[1]\n[[File:A.png|thumb|A [[b]] c]]\n"
+        "== See also ==\n* [[Other]]\n== History ==\nLambert introduced the term in his work."
+    )
     assert make_data.wiki_to_paragraphs(raw) == [
         "Albedo is the diffuse reflectivity of a surface. It was named in 1760.",
-        "== History ==", "Lambert introduced the term in his work."]
+        "== History ==",
+        "Lambert introduced the term in his work.",
+    ]
     sents = make_data.sentences(split_tokens("Dr. Smith came to the U.S. in 1990. He stayed. It rained."))
     assert [" ".join(s) for s in sents] == ["Dr . Smith came to the U . S . in 1990 .", "He stayed .", "It rained ."]

@@ -1,4 +1,5 @@
 """attnflow.device: device resolution and the one CPU-thread policy of the book."""
+
 import pytest
 import torch
 from threadpoolctl import threadpool_info

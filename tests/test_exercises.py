@@ -4,6 +4,7 @@ A tiny fake page with one exercise is executed in its solution and its student v
 a few seconds); real pages with exercise cells are checked structurally (their student version
 holds no solution and compiles, every exercise has a check).
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,7 +18,7 @@ from attnflow import exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FAKE_PAGE = '''# %% [markdown]
+FAKE_PAGE = """# %% [markdown]
 # # A fake page
 #
 # **Exercise.** Compute the largest eigenvalue of the symmetric part of `B`.
@@ -39,7 +40,7 @@ sigma_mine = float(np.linalg.eigvalsh(S).max())
 # %% tags=["exercise-check"]
 exercises.check("sigma_mine", sigma_mine, expected=float(np.linalg.eigvalsh((B + B.T) / 2).max()), rtol=1e-10,
                 hint="np.linalg.eigvalsh of (B + B.T) / 2")
-'''
+"""
 
 
 def fake_notebook():
@@ -66,9 +67,24 @@ def test_check_messages():
 
 
 def test_solution_names_and_stubs():
-    src = "\n".join(["x = 1", exercises.BEGIN, "a, (b, *c) = 1, (2, 3)", "d += 1", "e: int = 2",
-                     "def f(u, v=2):", "    return u", "import numpy as np", exercises.END, "print(a)",
-                     "if x:", "    " + exercises.BEGIN, "    g = 1", "    " + exercises.END])
+    src = "\n".join(
+        [
+            "x = 1",
+            exercises.BEGIN,
+            "a, (b, *c) = 1, (2, 3)",
+            "d += 1",
+            "e: int = 2",
+            "def f(u, v=2):",
+            "    return u",
+            "import numpy as np",
+            exercises.END,
+            "print(a)",
+            "if x:",
+            "    " + exercises.BEGIN,
+            "    g = 1",
+            "    " + exercises.END,
+        ]
+    )
     assert exercises.solution_names("a, (b, *c) = 1, (2, 3)\nd += 1\ne: int = 2") == ["a", "b", "c", "d", "e"]
     out = exercises.stub_source(src)
     assert exercises.BEGIN not in out and "return u" not in out and "= 1, (2, 3)" not in out
@@ -77,8 +93,10 @@ def test_solution_names_and_stubs():
     assert "def f(u, v=2):\n    ...  # YOUR CODE HERE" in out
     assert "    g = ...  # YOUR CODE HERE" in out and out.startswith("x = 1\n") and "print(a)" in out
     ast.parse(out)
-    assert exercises.stub_source(f"{exercises.BEGIN}\nprint(1)\n{exercises.END}") == \
-        "# YOUR CODE HERE\nraise NotImplementedError()"
+    assert (
+        exercises.stub_source(f"{exercises.BEGIN}\nprint(1)\n{exercises.END}")
+        == "# YOUR CODE HERE\nraise NotImplementedError()"
+    )
     with pytest.raises(ValueError, match="without"):
         exercises.stub_source(f"{exercises.BEGIN}\nx = 1")
 
@@ -95,7 +113,7 @@ def test_notebook_variants_carry_nbgrader_metadata():
         assert chk["grade"] and chk["points"] == 1 and chk["locked"] and chk["grade_id"] == "fake-page-check-1"
     assert exercises.BEGIN in sol.cells[3].source
     assert stu.cells[3].source == "S = ...  # YOUR CODE HERE\nsigma_mine = ...  # YOUR CODE HERE"
-    assert nb.cells[3].source.startswith(exercises.BEGIN)          # the input is not modified
+    assert nb.cells[3].source.startswith(exercises.BEGIN)  # the input is not modified
     assert sol.metadata["attnflow"]["variant"] == "solution" and stu.metadata["attnflow"]["variant"] == "student"
 
 
@@ -142,9 +160,10 @@ def test_real_page_student_version(page, nb):
         src = nb.cells[i].source
         assert exercises.BEGIN in src and exercises.END in src, f"{page}: exercise cell {i} has no solution markers"
         sol_regions.append(src.split(exercises.BEGIN, 1)[1].split(exercises.END, 1)[0])
-        nxt = next((c for c in nb.cells[i + 1:] if c.cell_type == "code"), None)
-        assert nxt is not None and exercises.CHECK_TAG in nxt.metadata.get("tags", []), \
+        nxt = next((c for c in nb.cells[i + 1 :] if c.cell_type == "code"), None)
+        assert nxt is not None and exercises.CHECK_TAG in nxt.metadata.get("tags", []), (
             f"{page}: exercise cell {i} is not followed by an exercise-check cell"
+        )
         assert "exercises.check(" in nxt.source
         assert "# YOUR CODE HERE" in stu.cells[i].source and exercises.BEGIN not in stu.cells[i].source
         ast.parse(re.sub(r"^\s*%.*$", "", stu.cells[i].source, flags=re.M))
@@ -163,13 +182,15 @@ def _checked_argument_problems(nb) -> list[str]:
     for i in exercises.exercise_cells(nb):
         region = nb.cells[i].source.split(exercises.BEGIN, 1)[1].split(exercises.END, 1)[0]
         names = exercises.solution_names(region)
-        chk = next((c for c in nb.cells[i + 1:] if c.cell_type == "code"), None)
+        chk = next((c for c in nb.cells[i + 1 :] if c.cell_type == "code"), None)
         for call in ast.walk(ast.parse(chk.source)):
             if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", None)) == "check":
                 arg = call.args[1] if len(call.args) > 1 else None
                 if not (isinstance(arg, ast.Name) and arg.id in names):
-                    bad.append(f"cell {i + 1}: checks `{ast.unparse(arg) if arg is not None else None}`, "
-                               f"not a bare name the exercise assigns ({', '.join(names)})")
+                    bad.append(
+                        f"cell {i + 1}: checks `{ast.unparse(arg) if arg is not None else None}`, "
+                        f"not a bare name the exercise assigns ({', '.join(names)})"
+                    )
     return bad
 
 
@@ -178,7 +199,8 @@ def _checked_argument_problems(nb) -> list[str]:
 def test_real_page_checks_the_bare_answer(page, nb):
     assert _checked_argument_problems(nb) == [], (
         f"{page}: the student version would stop with a TypeError/AttributeError instead of 'not yet' "
-        "(pass the name itself; exercises.check converts tensors and arrays)")
+        "(pass the name itself; exercises.check converts tensors and arrays)"
+    )
 
 
 @pytest.mark.notebook
@@ -195,6 +217,23 @@ def test_real_student_notebook_stops_with_not_yet(tmp_path):
         pytest.skip(f"{page} has no exercise yet")
     stu = exercises.student_notebook(nb, page)
     with pytest.raises(papermill.PapermillExecutionError) as err:
-        papermill.execute_notebook(stu, str(tmp_path / "student.ipynb"), parameters=runner.load_profile("smoke", page),
-                                   cwd=str(tmp_path), kernel_name="python3", progress_bar=False, log_output=False)
+        papermill.execute_notebook(
+            stu,
+            str(tmp_path / "student.ipynb"),
+            parameters=runner.load_profile("smoke", page),
+            cwd=str(tmp_path),
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+        )
     assert err.value.ename == "NotYet" and str(err.value.evalue).startswith("not yet:")
+
+
+def test_a_right_answer_shows_no_stray_output():
+    """A cell ending in ``exercises.check(...)`` shows only the ✔ line, not ``True`` (issue 25, item 9)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    ok = exercises.check("x", 1.0, 1.0, rtol=1e-9)
+    assert ok
+    assert DisplayFormatter().format(ok) == ({}, {})  # nothing is displayed
+    assert DisplayFormatter().format(True) != ({}, {})  # (what a plain True would show)

@@ -4,8 +4,10 @@ Fast tests convert MyST snippets and every book page (with stand-in glue values)
 ``notebook`` tests execute two pages, export them, and run the exports with plain papermill in
 an empty folder.
 """
+
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attnflow import export
+from attnflow import display, export
 
 ROOT = Path(__file__).resolve().parents[1]
 BIB = export.Bibliography.from_file(ROOT / "book" / "references.bib")
@@ -39,10 +41,18 @@ def test_bibliography_author_year():
 
 
 def test_glue_roles_are_formatted_like_myst_nb():
-    glue = {"x": {"text/plain": "0.123456"}, "n": {"text/plain": "7"}, "s": {"text/plain": "'CACO'"},
-            "eq": {"text/latex": "$$a+b$$", "text/plain": "<Math>"}, "neg": {"text/plain": "-3.0"}}
-    out = convert("x={glue:text}`x:.2f`, n={glue:text}`n:d`, s={glue:text}`s`, "
-                  "e={glue:math}`eq`, any={glue}`eq`, p={glue:text}`x:.0%`, g={glue:text}`neg:.1e`", glue)
+    glue = {
+        "x": {"text/plain": "0.123456"},
+        "n": {"text/plain": "7"},
+        "s": {"text/plain": "'CACO'"},
+        "eq": {"text/latex": "$$a+b$$", "text/plain": "<Math>"},
+        "neg": {"text/plain": "-3.0"},
+    }
+    out = convert(
+        "x={glue:text}`x:.2f`, n={glue:text}`n:d`, s={glue:text}`s`, "
+        "e={glue:math}`eq`, any={glue}`eq`, p={glue:text}`x:.0%`, g={glue:text}`neg:.1e`",
+        glue,
+    )
     assert out == "x=0.12, n=7, s=CACO, e=$a+b$, any=$a+b$, p=12%, g=-3.0e+00"
 
 
@@ -56,32 +66,50 @@ def test_missing_glue_value_is_a_problem_not_a_crash():
 
 
 def test_prf_box_and_admonitions_become_blockquotes():
-    text = "\n".join([
-        "Intro.", "",
-        "```{prf:theorem} Line theorem {cite:p}`vashisht26a`",
-        ":label: thm-x",
-        ":nonumber:",
-        "",
-        "Let $a$ hold, see {prf:ref}`lemma-rescaling`.",
-        "```", "",
-        ":::{note}", "A colon note.", ":::", "",
-        "````{admonition} Outer", ":class: warning", "Text", "```{math}", "a=b", "```", "````", "",
-        "```python", "x = {glue:text}`not_a_role_in_code`", "```",
-    ])
+    text = "\n".join(
+        [
+            "Intro.",
+            "",
+            "```{prf:theorem} Line theorem {cite:p}`vashisht26a`",
+            ":label: thm-x",
+            ":nonumber:",
+            "",
+            "Let $a$ hold, see {prf:ref}`lemma-rescaling`.",
+            "```",
+            "",
+            ":::{note}",
+            "A colon note.",
+            ":::",
+            "",
+            "````{admonition} Outer",
+            ":class: warning",
+            "Text",
+            "```{math}",
+            "a=b",
+            "```",
+            "````",
+            "",
+            "```python",
+            "x = {glue:text}`not_a_role_in_code`",
+            "```",
+        ]
+    )
     out = convert(text)
     assert '<a id="thm-x"></a>' in out
     assert "> **Theorem (Line theorem (Vashisht and Ramaswamy, 2026)).**" in out
     assert "> Let $a$ hold, see Lemma (Factorization is a state-dependent learning-rate rescaling)." in out
     assert "> **Note**" in out and "> A colon note." in out
     assert "> **Outer**" in out and "> $$" in out and "> a=b" in out
-    assert "x = {glue:text}`not_a_role_in_code`" in out          # code blocks stay verbatim
+    assert "x = {glue:text}`not_a_role_in_code`" in out  # code blocks stay verbatim
     assert export.myst_leftovers(out.replace("{glue:text}`not_a_role_in_code`", "")) == []
 
 
 def test_cross_references_and_links():
-    out = convert("See {doc}`the intro <index>`, {doc}`../intro`, {ref}`errata <errata-sharpening-real-data>`, "
-                  "[the errata](../errata.md), [web](https://example.org), {math}`x^2`, {term}`word`.\n"
-                  "(my-target)=\n% a comment")
+    out = convert(
+        "See {doc}`the intro <index>`, {doc}`../intro`, {ref}`errata <errata-sharpening-real-data>`, "
+        "[the errata](../errata.md), [web](https://example.org), {math}`x^2`, {term}`word`.\n"
+        "(my-target)=\n% a comment"
+    )
     assert out.startswith("See the intro, ")
     assert "[the errata](../errata.md)" not in out and "the errata" in out
     assert "[web](https://example.org)" in out and "$x^2$" in out and "word" in out
@@ -112,33 +140,55 @@ def _fake_executed(nb):
     return nb
 
 
-@pytest.mark.parametrize("page", sorted(str(p.relative_to(ROOT / "book").with_suffix(""))
-                                        for p in (ROOT / "book").glob("*/*.py")))
+@pytest.mark.parametrize(
+    "page", sorted(str(p.relative_to(ROOT / "book").with_suffix("")) for p in (ROOT / "book").glob("*/*.py"))
+)
 def test_every_page_converts_without_myst_left(page):
     import jupytext
 
     nb = _fake_executed(jupytext.read(ROOT / "book" / f"{page}.py"))
     out = export.export_notebook(nb, doc=f"book/{page}", bib=BIB, index=INDEX)
     nbformat.validate(out)
-    left = [f"cell {i}: {x}" for i, c in enumerate(out.cells) if c.cell_type == "markdown"
-            for x in export.myst_leftovers(c.source)]
+    left = [
+        f"cell {i}: {x}"
+        for i, c in enumerate(out.cells)
+        if c.cell_type == "markdown"
+        for x in export.myst_leftovers(c.source)
+    ]
     assert left == []
     assert export.exported_problems(out) == []
     first_code = next(c for c in out.cells if c.cell_type == "code")
     assert export.SETUP_TAG in first_code.metadata["tags"] and "%pip install" in first_code.source
-    assert all(not any(k.startswith(export.GLUE_PREFIX) for k in o.get("data", {}))
-               for c in out.cells if c.cell_type == "code" for o in c.outputs)
+    assert all(
+        not any(k.startswith(export.GLUE_PREFIX) for k in o.get("data", {}))
+        for c in out.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
 
 
 def test_glue_from_myst_nb_json_and_outputs(tmp_path):
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("a={glue:text}`a:.1f` b={glue:text}`b`"),
-        nbformat.v4.new_code_cell("glue", outputs=[
-            nbformat.v4.new_output("display_data", data={export.GLUE_PREFIX + "text/plain": "'B'"},
-                                   metadata={"scrapbook": {"name": "b", "mime_prefix": export.GLUE_PREFIX}}),
-            nbformat.v4.new_output("display_data", data={"text/plain": "shown"},
-                                   metadata={"scrapbook": {"name": "c", "mime_prefix": ""}}),
-            nbformat.v4.new_output("stream", name="stdout", text="hello\n")])])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("a={glue:text}`a:.1f` b={glue:text}`b`"),
+            nbformat.v4.new_code_cell(
+                "glue",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "display_data",
+                        data={export.GLUE_PREFIX + "text/plain": "'B'"},
+                        metadata={"scrapbook": {"name": "b", "mime_prefix": export.GLUE_PREFIX}},
+                    ),
+                    nbformat.v4.new_output(
+                        "display_data",
+                        data={"text/plain": "shown"},
+                        metadata={"scrapbook": {"name": "c", "mime_prefix": ""}},
+                    ),
+                    nbformat.v4.new_output("stream", name="stdout", text="hello\n"),
+                ],
+            ),
+        ]
+    )
     src = tmp_path / "page.ipynb"
     nbformat.write(nb, src)
     (tmp_path / "page.glue.json").write_text(json.dumps({"a": {"data": {"text/plain": "2.25"}}}))
@@ -148,13 +198,18 @@ def test_glue_from_myst_nb_json_and_outputs(tmp_path):
     assert out.cells[0].source == "a=2.2 b=B"
     code = [c for c in out.cells if c.cell_type == "code"]
     assert export.SETUP_TAG in code[0].metadata["tags"]
-    assert [o.output_type for o in code[1].outputs] == ["display_data", "stream"]   # glue-only output gone
+    text_values = code.pop(1)  # after the paragraph that quotes a: checks it against a re-run's value
+    assert export.TEXT_VALUES_TAG in text_values.metadata["tags"] and text_values.metadata.jupyter.source_hidden
+    assert "text_values({'a:.1f': '2.2', 'b': 'B'})" in text_values.source and not text_values.outputs
+    assert [o.output_type for o in code[1].outputs] == ["display_data", "stream"]  # glue-only output gone
     assert "scrapbook" not in code[1].outputs[0].metadata
 
 
 # ----------------------------------------------------------------------------- executed pages
-PAGES = [("sharpening/lemma1_rescaling", {"t_max": 2.0, "n_times": 20}),
-         ("sharpening/scalar_reduction", {"t_max": 40.0, "n_times": 9})]
+PAGES = [  # the re-run's parameters differ from the exported smoke run's, so quoted numbers change
+    ("sharpening/lemma1_rescaling", {"t_max": 3.0, "n_times": 20, "seed": 5}),
+    ("sharpening/scalar_reduction", {"t_max": 30.0, "n_times": 9}),
+]
 
 
 @pytest.mark.notebook
@@ -166,48 +221,92 @@ def test_exported_page_runs_with_plain_papermill_in_an_empty_folder(page, params
 
     res = runner.run_page(page, profile="smoke", output=tmp_path / "run")
     assert res.failed == 0
-    dest = export.export_file(res.notebook, tmp_path / "export" / Path(page).with_suffix(".ipynb").name,
-                              root=ROOT, doc=f"book/{page}", strict=True)
+    dest = export.export_file(
+        res.notebook,
+        tmp_path / "export" / Path(page).with_suffix(".ipynb").name,
+        root=ROOT,
+        doc=f"book/{page}",
+        strict=True,
+    )
     nb = nbformat.read(dest, as_version=4)
     assert not any(export.myst_leftovers(c.source) for c in nb.cells if c.cell_type == "markdown")
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.delenv("ATTNFLOW_CLAIMS_DIR", raising=False)
     out = empty / "out.ipynb"
-    papermill.execute_notebook(str(dest), str(out), parameters=params, cwd=str(empty), kernel_name="python3",
-                               progress_bar=False, log_output=False)
+    papermill.execute_notebook(
+        str(dest),
+        str(out),
+        parameters=params,
+        cwd=str(empty),
+        kernel_name="python3",
+        progress_bar=False,
+        log_output=False,
+    )
     ran = nbformat.read(out, as_version=4)
     text = "".join(o.get("text", "") for c in ran.cells if c.cell_type == "code" for o in c.outputs)
     assert re.search(r"claims on \S+: \d+ passed.*, 0 failed", text), text[-2000:]
-    assert sorted(p.name for p in empty.iterdir()) == ["out.ipynb"]        # the page wrote nothing else
+    assert sorted(p.name for p in empty.iterdir()) == ["out.ipynb"]  # the page wrote nothing else
+    # the prose follows the re-run: under each paragraph, the quoted numbers this run changed, with its values
+    live = export.load_glue(ran)
+    changed = 0
+    for cell in (c for c in ran.cells if export.TEXT_VALUES_TAG in c.metadata.get("tags", [])):
+        quoted = ast.literal_eval(cell.source.split("text_values(", 1)[1].rstrip(")"))
+        shown = "".join(str(o.get("data", {}).get("text/markdown", "")) for o in cell.outputs)
+        for ref, said in quoted.items():
+            key, _, fmt = ref.partition(":")
+            now = display.format_plain_text(str(live[key]["text/plain"]), fmt)
+            assert (f"`{key}` = **{now}** (the text: {said})" in shown) == (now != said), (ref, said, now, shown)
+            changed += now != said
+    assert changed > 0  # these parameters change some quoted number, so the check above has something to see
 
 
 def test_sphinx_download_writes_notebooks_and_buttons(tmp_path):
     """The extension on a fake Sphinx app: exported notebook, exercise versions, download menu."""
     from types import SimpleNamespace
 
-    from attnflow import exercises, sphinx_download
+    from attnflow import exercises
+    from attnflow_book import sphinx_download
 
     outdir = tmp_path / "_build" / "html"
     src = tmp_path / "_build" / "jupyter_execute" / "book" / "ch" / "page.ipynb"
     src.parent.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("# Page\n\nValue {glue:text}`v:.1f`, {cite:t}`vashisht26a`."),
-        nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell(f"{exercises.BEGIN}\nb = 2 * a\n{exercises.END}", metadata={"tags": ["exercise"]}),
-        nbformat.v4.new_code_cell('exercises.check("b", b, 2, rtol=0)', metadata={"tags": ["exercise-check"]})])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# Page\n\nValue {glue:text}`v:.1f`, {cite:t}`vashisht26a`."),
+            nbformat.v4.new_code_cell("a = 1", metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell(
+                f"{exercises.BEGIN}\nb = 2 * a\n{exercises.END}", metadata={"tags": ["exercise"]}
+            ),
+            nbformat.v4.new_code_cell('exercises.check("b", b, 2, rtol=0)', metadata={"tags": ["exercise-check"]}),
+        ]
+    )
     nbformat.write(nb, src)
     src.with_name("page.glue.json").write_text(json.dumps({"v": {"data": {"text/plain": "0.25"}}}))
-    app = SimpleNamespace(outdir=str(outdir), srcdir=str(ROOT), builder=SimpleNamespace(format="html"),
-                          config=SimpleNamespace(attnflow_download_base_url=None, attnflow_download_install=None,
-                                                 attnflow_colab_github=None, bibtex_bibfiles=["book/references.bib"]))
+    app = SimpleNamespace(
+        outdir=str(outdir),
+        srcdir=str(ROOT),
+        builder=SimpleNamespace(format="html"),
+        config=SimpleNamespace(
+            attnflow_download_base_url=None,
+            attnflow_download_install=None,
+            attnflow_colab_github=None,
+            bibtex_bibfiles=["book/references.bib"],
+        ),
+    )
     theme = [{"type": "link", "label": "download-notebook-button"}, {"type": "link", "label": "download-source-button"}]
-    context = {"pathto": lambda p, flag=0: "../../" + p,
-               "header_buttons": [{"type": "group", "label": "download-buttons", "buttons": list(theme)}]}
+    context = {
+        "pathto": lambda p, flag=0: "../../" + p,
+        "header_buttons": [{"type": "group", "label": "download-buttons", "buttons": list(theme)}],
+    }
     sphinx_download._add_downloads(app, "book/ch/page", "page.html", context, doctree=object())
     labels = [b["label"] for b in context["header_buttons"][0]["buttons"]]
-    assert labels == ["download-ipynb-button", "download-student-button", "download-solution-button",
-                      "download-source-button"]
+    assert labels == [
+        "download-ipynb-button",
+        "download-student-button",
+        "download-solution-button",
+        "download-source-button",
+    ]
     assert context["header_buttons"][0]["buttons"][0]["url"] == "../../_notebooks/book/ch/page.ipynb"
     out = nbformat.read(outdir / "_notebooks" / "book" / "ch" / "page.ipynb", as_version=4)
     assert out.cells[0].source == "# Page\n\nValue 0.2, Vashisht and Ramaswamy (2026)."
@@ -224,14 +323,15 @@ def test_sphinx_download_writes_notebooks_and_buttons(tmp_path):
     sphinx_download._add_downloads(app, "book/ch/page", "page.html", context3, doctree=object())
     colab = [b for b in context3["header_buttons"][0]["buttons"] if b["label"] == "colab-notebook-button"]
     assert [b["url"] for b in colab] == [
-        "https://colab.research.google.com/github/someone/attnflow-site/blob/gh-pages/_notebooks/book/ch/page.ipynb"]
+        "https://colab.research.google.com/github/someone/attnflow-site/blob/gh-pages/_notebooks/book/ch/page.ipynb"
+    ]
 
 
 @pytest.mark.parametrize("value", ["https://github.com/someone/attnflow", "someone/attnflow", "a b/c/d"])
 def test_colab_setting_must_name_repository_and_branch(value):
     from types import SimpleNamespace
 
-    from attnflow import sphinx_download
+    from attnflow_book import sphinx_download
 
     with pytest.raises(ValueError, match="attnflow_colab_github must be OWNER/REPO/BRANCH"):
         sphinx_download._check_config(None, SimpleNamespace(attnflow_colab_github=value))
@@ -242,9 +342,9 @@ def test_setup_cell_is_valid_ipython_and_says_what_to_do():
 
     src = export.install_cell_source(version="9.9.9")
     compile(TransformerManager().transform_cell(src), "setup-cell", "exec")
-    assert '%pip install -q --find-links . "attnflow==9.9.9"' in src          # a wheel next to the notebook first
+    assert '%pip install -q --find-links . "attnflow==9.9.9"' in src  # a wheel next to the notebook first
     assert "attnflow==9.9.9 could not be installed: put its wheel" in src
-    assert src.index("import attnflow") < src.index("%pip")                     # inside the repository: no install
+    assert src.index("import attnflow") < src.index("%pip")  # inside the repository: no install
 
 
 def test_attnflow_export_command_from_an_executed_notebook(tmp_path, capsys):
@@ -256,10 +356,93 @@ def test_attnflow_export_command_from_an_executed_notebook(tmp_path, capsys):
     page = "sharpening/lemma1_rescaling"
     src = tmp_path / "ran.ipynb"
     nbformat.write(_fake_executed(jupytext.read(ROOT / "book" / f"{page}.py")), src)
-    assert cli_export.main(["export", page, "--from", str(src), "--student", "--solution", "--output", str(tmp_path / "nb")]) == 0
+    assert (
+        cli_export.main(
+            ["export", page, "--from", str(src), "--student", "--solution", "--output", str(tmp_path / "nb")]
+        )
+        == 0
+    )
     written = capsys.readouterr().out.split()
-    assert [Path(w).name for w in written] == ["lemma1_rescaling.ipynb", "lemma1_rescaling.solution.ipynb",
-                                               "lemma1_rescaling.student.ipynb"]
+    assert [Path(w).name for w in written] == [
+        "lemma1_rescaling.ipynb",
+        "lemma1_rescaling.solution.ipynb",
+        "lemma1_rescaling.student.ipynb",
+    ]
     stu = nbformat.read(tmp_path / "nb" / "lemma1_rescaling.student.ipynb", as_version=4)
     assert any("# YOUR CODE HERE" in c.source for c in stu.cells) and exercises.has_exercises(stu)
     assert cli_export.main(["export", "no/such_page", "--from", str(src)]) == 2
+
+
+@pytest.mark.parametrize(
+    "case, expect",
+    [
+        ("missing", "no such file"),
+        ("folder", "a folder, not a notebook"),
+        ("not_json", "is not a Jupyter notebook"),
+        ("other_page", "is not a notebook of sharpening/lemma1_rescaling"),
+        ("output_is_a_file", "is a file, not a folder"),
+    ],
+)
+def test_export_checks_its_input_and_output_before_running(case, expect, tmp_path, capsys):
+    """Bad --from or --output: one line naming the cause, exit 2, nothing written, no page run."""
+    import jupytext
+
+    from attnflow import cli_export
+
+    page = "sharpening/lemma1_rescaling"
+    good = tmp_path / "ran.ipynb"
+    nbformat.write(_fake_executed(jupytext.read(ROOT / "book" / f"{page}.py")), good)
+    other = tmp_path / "other.ipynb"
+    nbformat.write(_fake_executed(jupytext.read(ROOT / "book" / "sharpening" / "scalar_reduction.py")), other)
+    (tmp_path / "a_folder").mkdir()
+    (tmp_path / "bad.ipynb").write_text("{not json")
+    (tmp_path / "a_file").write_text("x")
+    source = {"missing": tmp_path / "nope.ipynb", "folder": tmp_path / "a_folder", "not_json": tmp_path / "bad.ipynb",
+              "other_page": other}.get(case, good)  # fmt: skip
+    out = tmp_path / ("a_file" if case == "output_is_a_file" else "nb")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert cli_export.main(["export", page, "--from", str(source), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expect in err[0] and "Traceback" not in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no folder created
+
+
+def test_export_writes_nothing_when_it_fails_half_way(tmp_path, capsys, monkeypatch):
+    """A failure after the first notebook (here the student version) leaves no partial export."""
+    import jupytext
+
+    from attnflow import cli_export, exercises
+
+    page = "sharpening/lemma1_rescaling"
+    src = tmp_path / "ran.ipynb"
+    nbformat.write(_fake_executed(jupytext.read(ROOT / "book" / f"{page}.py")), src)
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(exercises, "student_notebook", full_disk)
+    out = tmp_path / "nb"
+    assert cli_export.main(["export", page, "--from", str(src), "--student", "--output", str(out)]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_a_signal_during_export_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import signal
+
+    import jupytext
+
+    from attnflow import cli_export, runner
+
+    page = "sharpening/lemma1_rescaling"
+    src = tmp_path / "ran.ipynb"
+    nbformat.write(_fake_executed(jupytext.read(ROOT / "book" / f"{page}.py")), src)
+
+    def terminated(*a, **k):
+        raise runner.Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(export, "export_file", terminated)
+    out = tmp_path / "nb"
+    assert cli_export.main(["export", page, "--from", str(src), "--output", str(out)]) == 143
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "interrupted by SIGTERM" in err[0] and not out.exists()

@@ -1,5 +1,6 @@
 """Markov chains of the focus–dilution chapter: the reference family, random chains, and the
 clear errors for chains without a unique positive stationary distribution."""
+
 import numpy as np
 import pytest
 import torch
@@ -38,14 +39,17 @@ def test_dirichlet_chain_is_the_specs_random_chain():
     assert c.unigram_entropy() == pytest.approx(SPEC["H_pi_random"], abs=5e-6)
 
 
-@pytest.mark.parametrize("P, words", [
-    ([[0.5, 0.5], [0.0, 0.0]], ["row 1", "zero"]),
-    ([[0.5, 0.6], [0.5, 0.5]], ["row 0", "sums to 1.1"]),
-    ([[1.2, -0.2], [0.5, 0.5]], ["negative"]),
-    ([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.5, 0.5]], ["2 independent stationary distributions", "unique"]),
-    ([[0.0, 1.0], [0.0, 1.0]], ["token(s) [0]", "never"]),
-    ([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]], ["square"]),
-])
+@pytest.mark.parametrize(
+    "P, words",
+    [
+        ([[0.5, 0.5], [0.0, 0.0]], ["row 1", "zero"]),
+        ([[0.5, 0.6], [0.5, 0.5]], ["row 0", "sums to 1.1"]),
+        ([[1.2, -0.2], [0.5, 0.5]], ["negative"]),
+        ([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.5, 0.5]], ["2 independent stationary distributions", "unique"]),
+        ([[0.0, 1.0], [0.0, 1.0]], ["token(s) [0]", "never"]),
+        ([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]], ["square"]),
+    ],
+)
 def test_bad_chains_raise_clear_errors(P, words):
     with pytest.raises(chains.ChainError) as e:
         chains.from_matrix(P)
@@ -60,8 +64,22 @@ def test_delta_out_of_range_names_delta_and_the_allowed_range():
 
 
 def test_page_parameters_with_an_invalid_chain_raise_a_parameter_error():
-    values = dict(chain="hub", n_low=4, a_h=0.5, b_h=0.9, c_cyc=0.4, delta=1.0, chain_seed=0, d_model=8,
-                  init_scale=1e-3, score_scale=1.0, seed=1, horizon=300.0, fit_window=[1.9, 3.8], euler_dt=0.05)
+    values = dict(
+        chain="hub",
+        n_low=4,
+        a_h=0.5,
+        b_h=0.9,
+        c_cyc=0.4,
+        delta=1.0,
+        chain_seed=0,
+        d_model=8,
+        init_scale=1e-3,
+        score_scale=1.0,
+        seed=1,
+        horizon=300.0,
+        fit_window=[1.9, 3.8],
+        euler_dt=0.05,
+    )
     with pytest.raises(ParameterError, match="delta = 1.0"):
         CONDENSATION.validate(values)
     values.update(delta=0.0)

@@ -1,5 +1,6 @@
 """Closed forms of R1–R5 against autograd and the integrated flow, on random chains (not only
 the reference chain), and the sympy identities behind them."""
+
 import numpy as np
 import pytest
 
@@ -8,7 +9,9 @@ from attnflow.focus_dilution import closed_forms, measure, model, runs, spectrum
 from attnflow.focus_dilution.targets import SPEC
 
 RNG = np.random.default_rng(12345)
-RANDOM_CHAINS = [chains.dirichlet_chain(int(d), seed=int(s)) for d, s in zip(RNG.integers(3, 8, 4), RNG.integers(0, 1000, 4))]
+RANDOM_CHAINS = [
+    chains.dirichlet_chain(int(d), seed=int(s)) for d, s in zip(RNG.integers(3, 8, 4), RNG.integers(0, 1000, 4))
+]
 RANDOM_CHAINS += [chains.hub_family(int(n), *RNG.uniform(0.1, 0.9, 2), RNG.uniform(0, 0.8), 0.0) for n in (2, 5)]
 IDS = [c.name[:40] for c in RANDOM_CHAINS]
 
@@ -31,7 +34,9 @@ def test_theta_c1_is_a_critical_point_with_loss_H_and_rate_g(markov):
     loss = model.PopulationLoss(markov, score_scale=0.6)
     theta = spectrum.theta_c1_params(markov, m)
     out = model.forward(theta, loss.population, loss.score_scale)
-    assert np.allclose(out.log_probs.exp().numpy(), np.tile(markov.pi, (markov.d, 1)), atol=1e-12), "P̂ = π for every query"
+    assert np.allclose(out.log_probs.exp().numpy(), np.tile(markov.pi, (markov.d, 1)), atol=1e-12), (
+        "P̂ = π for every query"
+    )
     assert float(model.cross_entropy(out, loss.population)) == pytest.approx(markov.unigram_entropy(), abs=1e-12)
     gn = measure.grad_norms({k: v[None] for k, v in theta.items()}, loss)[0]
     assert gn < 1e-12, "θ_c¹ is a critical point"

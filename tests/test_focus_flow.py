@@ -1,5 +1,6 @@
 """The exact population flow: the fast (closed-form gradient) path equals ``flow.integrate`` on
 the autograd loss, stays balanced, and reproduces the stage-1/plateau targets B12, B13, B17."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """The one-layer model: population gradients and Hessian blocks, sympy vs autograd vs the
 closed-form backward pass of spec §4.3, and the finite-sequence forward."""
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -11,7 +12,9 @@ from attnflow.focus_dilution import closed_forms, model, spectrum, symbolic
 from attnflow.focus_dilution.targets import SPEC
 
 RANDOM_CHAINS = [chains.dirichlet_chain(d, seed=s) for d, s in [(3, 1), (6, 0), (7, 5)]] + [
-    chains.hub_family(3, 0.2, 0.6, 0.1, 0.3), chains.hub_family(delta=0.1)]
+    chains.hub_family(3, 0.2, 0.6, 0.1, 0.3),
+    chains.hub_family(delta=0.1),
+]
 
 
 def _autograd(loss, theta):
@@ -37,9 +40,12 @@ def test_backward_rules_are_the_derivatives_sympy_computes():
 
 
 def test_sympy_gradient_of_the_full_model_equals_autograd():
-    P = [[sp.Rational(1, 2), sp.Rational(1, 3), sp.Rational(1, 6)], [sp.Rational(1, 4), sp.Rational(1, 4), sp.Rational(1, 2)],
-         [sp.Rational(3, 5), sp.Rational(1, 5), sp.Rational(1, 5)]]
-    L, xs = symbolic.full_loss(P, m=1)                                 # 8 parameters: W0 (3,1), WQ, WK (1,1), W1 (1,3)
+    P = [
+        [sp.Rational(1, 2), sp.Rational(1, 3), sp.Rational(1, 6)],
+        [sp.Rational(1, 4), sp.Rational(1, 4), sp.Rational(1, 2)],
+        [sp.Rational(3, 5), sp.Rational(1, 5), sp.Rational(1, 5)],
+    ]
+    L, xs = symbolic.full_loss(P, m=1)  # 8 parameters: W0 (3,1), WQ, WK (1,1), W1 (1,3)
     grad = sp.lambdify(xs, [sp.diff(L, x) for x in xs], "numpy")
     markov = chains.from_matrix(np.array(P, dtype=float))
     v = np.random.default_rng(0).standard_normal(len(xs)) * 0.7
@@ -69,7 +75,9 @@ def test_origin_hessian_is_the_bilinear_form_of_B():
 def test_attention_block_at_theta_c1_matches_sympy(markov):
     m = 2
     g = closed_forms.g_rate(markov)
-    blocks = spectrum.jacobian_blocks(model.PopulationLoss(markov), spectrum.theta_c1_params(markov, m), sign=np.sign(g))
+    blocks = spectrum.jacobian_blocks(
+        model.PopulationLoss(markov), spectrum.theta_c1_params(markov, m), sign=np.sign(g)
+    )
     att = np.r_[tuple(np.arange(sl.start, sl.stop) for n, sl in blocks.layout if n in ("WQ", "WK"))]
     sym = symbolic.attention_block(m)
     H_sym = np.array(sym.hessian.subs(sp.Symbol("g", positive=True), g), dtype=float)
@@ -94,7 +102,9 @@ def test_rank_one_params_and_batched_forward():
     u[0] = 1
     assert float(u @ theta["WQ"] @ theta["WK"].T @ u) == pytest.approx(-0.3)
     out = model.forward({k: torch.stack([v, v]) for k, v in theta.items()}, markov)
-    assert out.attention.shape == (2, 5, 5) and torch.allclose(out.attention.sum(-1), torch.ones(2, 5, dtype=torch.float64))
+    assert out.attention.shape == (2, 5, 5) and torch.allclose(
+        out.attention.sum(-1), torch.ones(2, 5, dtype=torch.float64)
+    )
 
 
 def test_the_sequence_loss_tends_to_the_population_loss():

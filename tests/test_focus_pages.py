@@ -1,5 +1,6 @@
 """The focus–dilution theory pages accept any valid chain as a parameter (smoke profile), and
 reject invalid chains before executing, with a message that names the parameter."""
+
 import json
 
 import numpy as np
@@ -7,8 +8,13 @@ import pytest
 
 from attnflow import runner
 
-PAGES = ["focus_dilution/condensation", "focus_dilution/unigram_saddle", "focus_dilution/focus",
-         "focus_dilution/dilution", "focus_dilution/escape"]
+PAGES = [
+    "focus_dilution/condensation",
+    "focus_dilution/unigram_saddle",
+    "focus_dilution/focus",
+    "focus_dilution/dilution",
+    "focus_dilution/escape",
+]
 RNG = np.random.default_rng(2026)
 THEORY = ["focus_dilution/condensation", "focus_dilution/unigram_saddle", "focus_dilution/focus"]
 
@@ -28,8 +34,12 @@ SECOND_SEEDS = {"focus_dilution/unigram_saddle": dict(random_seed=3)}
 def _random_family():
     """A random valid member of the hub family (random n, a_h > b_h so that focus is on the hub)."""
     b_h = float(np.round(RNG.uniform(0.15, 0.35), 3))
-    return dict(n_low=int(RNG.integers(3, 6)), a_h=float(np.round(RNG.uniform(b_h + 0.15, 0.8), 3)), b_h=b_h,
-                c_cyc=float(np.round(RNG.uniform(0.1, 0.6), 3)))
+    return dict(
+        n_low=int(RNG.integers(3, 6)),
+        a_h=float(np.round(RNG.uniform(b_h + 0.15, 0.8), 3)),
+        b_h=b_h,
+        c_cyc=float(np.round(RNG.uniform(0.1, 0.6), 3)),
+    )
 
 
 RANDOM = {page: _random_family() for page in PAGES}
@@ -67,12 +77,15 @@ def test_page_runs_with_a_random_valid_chain(page, tmp_path):
 
 
 @pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("bad, words", [
-    (dict(b_h=0.9, delta=0.5), ["delta = 0.5", "leave (0, 1)", "allowed"]),
-    (dict(delta=2.0), ["'delta'", "above the allowed range"]),
-    (dict(a_h=1.0), ["'a_h'", "allowed"]),
-    (dict(chain="markov"), ["'chain'", "'hub', 'dirichlet'"]),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (dict(b_h=0.9, delta=0.5), ["delta = 0.5", "leave (0, 1)", "allowed"]),
+        (dict(delta=2.0), ["'delta'", "above the allowed range"]),
+        (dict(a_h=1.0), ["'a_h'", "allowed"]),
+        (dict(chain="markov"), ["'chain'", "'hub', 'dirichlet'"]),
+    ],
+)
 def test_invalid_chain_parameters_are_rejected_before_running(page, bad, words, tmp_path):
     if page not in runner.list_pages():
         pytest.skip(f"{page} is not in _toc.yml")

@@ -4,6 +4,7 @@ The training rows are sufficient statistics (query, context counts, target weigh
 them to the sequence model (``model.loss`` on ``model.Sequences``) and the population model (``PopulationLoss``),
 check that sampled data converge to the chain, and that stacked runs train as if alone.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -83,11 +84,11 @@ def test_stacked_counts_forward_is_the_models_counts_forward(chain):
     batch = training.stack(sets, torch.float64)
     A, log_P = training.forward({k: torch.stack([t[k] for t in thetas]) for k in thetas[0]}, batch, 0.7)
     for r, (theta, ex) in enumerate(zip(thetas, sets)):
-        out = model.forward(theta, model.Counts(ex.query, torch.log(ex.counts.T)), 0.7)   # rows (B, d)
+        out = model.forward(theta, model.Counts(ex.query, torch.log(ex.counts.T)), 0.7)  # rows (B, d)
         rows = ex.rows
         assert torch.allclose(A[r, :, :rows].T, out.attention, rtol=1e-12, atol=1e-15)
         assert torch.allclose(log_P[r, :, :rows].T, out.log_probs, rtol=1e-12, atol=1e-13)
-        assert float(batch["weights"][r, :, rows:].abs().sum()) == 0.0            # padding rows weigh nothing
+        assert float(batch["weights"][r, :, rows:].abs().sum()) == 0.0  # padding rows weigh nothing
 
 
 def test_all_positions_is_the_mean_over_prefixes(chain):
@@ -119,8 +120,15 @@ def test_finite_sample_loss_converges_to_the_population_loss(chain):
 # ------------------------------------------------------------------------------------- training
 def test_gd_on_population_rows_is_gd_on_the_population_loss(chain):
     """Parity with ``PopulationLoss`` trained by torch's SGD: the same Euler steps."""
-    run = training.train_runs([training.RunSpec(chain, training.population_examples(chain))], lr=2.0, steps=60,
-                              record_every=60, dtype="float64", device="cpu", init_scale=0.05)[0]
+    run = training.train_runs(
+        [training.RunSpec(chain, training.population_examples(chain))],
+        lr=2.0,
+        steps=60,
+        record_every=60,
+        dtype="float64",
+        device="cpu",
+        init_scale=0.05,
+    )[0]
     theta = {k: v.clone().requires_grad_(True) for k, v in init_params(chain.d, 8, 0.05, 1).items()}
     loss = model.PopulationLoss(chain)
     opt = torch.optim.SGD(list(theta.values()), lr=2.0)
@@ -136,8 +144,15 @@ def test_gd_on_population_rows_is_gd_on_the_population_loss(chain):
 @pytest.mark.parametrize("optimizer", ["gd", "adam"])
 def test_stacked_runs_train_as_if_alone(chain, optimizer):
     sets = [training.MarkovContexts(chain, n, 16, seed=n).examples() for n in (50, 200)]
-    kw = dict(optimizer=optimizer, lr=0.5 if optimizer == "gd" else 1e-2, steps=40, record_every=20,
-              dtype="float64", device="cpu", init_scale=0.05)
+    kw = dict(
+        optimizer=optimizer,
+        lr=0.5 if optimizer == "gd" else 1e-2,
+        steps=40,
+        record_every=20,
+        dtype="float64",
+        device="cpu",
+        init_scale=0.05,
+    )
     together = training.train_runs([training.RunSpec(chain, e) for e in sets], **kw)
     for e, run in zip(sets, together):
         alone = training.train_runs([training.RunSpec(chain, e)], **kw)[0]
@@ -153,7 +168,7 @@ def test_train_run_records(chain):
     assert run.states["W0"].shape == (4, chain.d, 8) and run.states["W0"].dtype == torch.float64
     for key in ("loss", "A", "amp", "sigma2", "hub_attention"):
         assert len(run.quantities[key]) == 4
-    assert run.train_loss[0] == pytest.approx(np.log(chain.d), rel=1e-5)       # uniform prediction at θ ≈ 0
+    assert run.train_loss[0] == pytest.approx(np.log(chain.d), rel=1e-5)  # uniform prediction at θ ≈ 0
     assert np.all((run.data_hub_attention > 0) & (run.data_hub_attention < 1))
     assert run.settings["dtype"] == "float32" and run.label == "tiny"
 
@@ -175,19 +190,32 @@ def test_cuda_matches_cpu(chain):
 
 
 # ------------------------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("make, match", [
-    (lambda c: training.MarkovSequences(c, 0, 8), "n_samples"),
-    (lambda c: training.MarkovSequences(c, 10, 2.5), "seq_len"),
-    (lambda c: training.MarkovContexts(c, -1, 8), "n_samples"),
-    (lambda c: training.MarkovSequences(c, 10, 8).examples("first"), "positions"),
-    (lambda c: training.MarkovContexts(c, 10, 8).examples("all"), "MarkovSequences"),
-    (lambda c: training.train_runs([], steps=1), "specs is empty"),
-    (lambda c: training.train_runs([training.RunSpec(c, training.population_examples(c))], optimizer="lbfgs"), "optimizer"),
-    (lambda c: training.train_runs([training.RunSpec(c, training.population_examples(c))], dtype="float16"), "dtype"),
-    (lambda c: training.train_runs([training.RunSpec(c, training.population_examples(c))], device="tpu"), "device"),
-    (lambda c: training.stack([training.population_examples(c), training.population_examples(chains.dirichlet_chain(3))]),
-     "vocabulary size"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda c: training.MarkovSequences(c, 0, 8), "n_samples"),
+        (lambda c: training.MarkovSequences(c, 10, 2.5), "seq_len"),
+        (lambda c: training.MarkovContexts(c, -1, 8), "n_samples"),
+        (lambda c: training.MarkovSequences(c, 10, 8).examples("first"), "positions"),
+        (lambda c: training.MarkovContexts(c, 10, 8).examples("all"), "MarkovSequences"),
+        (lambda c: training.train_runs([], steps=1), "specs is empty"),
+        (
+            lambda c: training.train_runs([training.RunSpec(c, training.population_examples(c))], optimizer="lbfgs"),
+            "optimizer",
+        ),
+        (
+            lambda c: training.train_runs([training.RunSpec(c, training.population_examples(c))], dtype="float16"),
+            "dtype",
+        ),
+        (lambda c: training.train_runs([training.RunSpec(c, training.population_examples(c))], device="tpu"), "device"),
+        (
+            lambda c: training.stack(
+                [training.population_examples(c), training.population_examples(chains.dirichlet_chain(3))]
+            ),
+            "vocabulary size",
+        ),
+    ],
+)
 def test_bad_input_gives_clear_errors(chain, make, match):
     with pytest.raises(ValueError, match=match):
         make(chain)
@@ -197,8 +225,13 @@ def test_divergence_names_the_step(chain):
     from attnflow.train import TrainingDiverged
 
     with pytest.raises(TrainingDiverged, match="diverged at step"):
-        training.train_runs([training.RunSpec(chain, training.population_examples(chain))], lr=1e6, steps=50,
-                            init_scale=0.5, dtype="float64")
+        training.train_runs(
+            [training.RunSpec(chain, training.population_examples(chain))],
+            lr=1e6,
+            steps=50,
+            init_scale=0.5,
+            dtype="float64",
+        )
 
 
 def test_narrow_runs_padded_to_a_common_width_train_exactly(chain):
@@ -206,8 +239,9 @@ def test_narrow_runs_padded_to_a_common_width_train_exactly(chain):
     ex = training.population_examples(chain)
     kw = dict(lr=1.0, steps=80, record_every=40, dtype="float64", device="cpu")
     th2, th8 = init_params(chain.d, 2, 0.05, 1), init_params(chain.d, 8, 0.05, 2)
-    both = training.train_runs([training.RunSpec(chain, ex), training.RunSpec(chain, ex)], d_model=8,
-                               theta0=[th2, th8], **kw)
+    both = training.train_runs(
+        [training.RunSpec(chain, ex), training.RunSpec(chain, ex)], d_model=8, theta0=[th2, th8], **kw
+    )
     alone = training.train_runs([training.RunSpec(chain, ex)], d_model=2, theta0=th2, **kw)[0]
     assert both[0].states["W0"].shape == (3, chain.d, 2) and both[0].settings["width"] == 2
     for name in alone.states:
@@ -220,8 +254,14 @@ def test_sharpness_at_the_origin_is_sigma0(chain):
     """λ_max(∇²L) at θ ≈ 0 is σ0 (spec R1: eigenvalues ±σ0 at the origin)."""
     from attnflow.focus_dilution import closed_forms
 
-    run = training.train_runs([training.RunSpec(chain, training.population_examples(chain))], steps=1,
-                              record_every=1, init_scale=1e-6, dtype="float64", device="cpu")[0]
+    run = training.train_runs(
+        [training.RunSpec(chain, training.population_examples(chain))],
+        steps=1,
+        record_every=1,
+        init_scale=1e-6,
+        dtype="float64",
+        device="cpu",
+    )[0]
     assert training.sharpness(run, [0.0])[0] == pytest.approx(closed_forms.sigma0(chain), rel=1e-4)
 
 
@@ -230,9 +270,27 @@ def page_cfg(**over):
     """The parameters of a training page (schema ``contracts.CYCLE``), shrunk to run in a second."""
     from types import SimpleNamespace
 
-    cfg = dict(chain="hub", n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4, delta=0.1, chain_seed=0, d_model=8,
-               init_scale=0.03, score_scale=1.0, seed=1, n_samples=64, seq_len=32, optimizer="gd", lr=1.0,
-               steps=40, record_every=10, data_seed=0, device="cpu")
+    cfg = dict(
+        chain="hub",
+        n_low=4,
+        a_h=0.5,
+        b_h=0.3,
+        c_cyc=0.4,
+        delta=0.1,
+        chain_seed=0,
+        d_model=8,
+        init_scale=0.03,
+        score_scale=1.0,
+        seed=1,
+        n_samples=64,
+        seq_len=32,
+        optimizer="gd",
+        lr=1.0,
+        steps=40,
+        record_every=10,
+        data_seed=0,
+        device="cpu",
+    )
     return SimpleNamespace(**{**cfg, **over})
 
 
@@ -266,12 +324,22 @@ def test_flow_and_trained_start_together_and_equal_the_explicit_calls():
     flow, trained = pagesetup.flow_and_trained(cfg, markov, dtype="float64")
     horizon = cfg.lr * cfg.steps
     assert flow.t[-1] == pytest.approx(horizon) and trained.t[-1] == pytest.approx(horizon)
-    for name in model.PARAM_NAMES:                                   # the same initial θ
+    for name in model.PARAM_NAMES:  # the same initial θ
         assert torch.allclose(flow.result.states()[name][0], trained.states[name][0], atol=1e-15), name
     data = training.MarkovContexts(markov, cfg.n_samples, cfg.seq_len, seed=cfg.data_seed)
-    explicit = training.train_runs([training.RunSpec(markov, data.examples(), "trained")], optimizer="gd", lr=1.0,
-                                   steps=40, record_every=10, init_scale=0.03, d_model=8, seed=1, score_scale=1.0,
-                                   device="cpu", dtype="float64")[0]
+    explicit = training.train_runs(
+        [training.RunSpec(markov, data.examples(), "trained")],
+        optimizer="gd",
+        lr=1.0,
+        steps=40,
+        record_every=10,
+        init_scale=0.03,
+        d_model=8,
+        seed=1,
+        score_scale=1.0,
+        device="cpu",
+        dtype="float64",
+    )[0]
     for name in model.PARAM_NAMES:
         assert torch.equal(explicit.states[name], trained.states[name]), name
     ref = runs.population_flow(markov, d_model=8, init_scale=0.03, seed=1, t_eval=runs.time_grid(horizon))

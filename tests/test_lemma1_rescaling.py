@@ -1,4 +1,5 @@
 """Lemma 1 parity: sympy identity = autograd = integrated flows (claim A2)."""
+
 import numpy as np
 import pytest
 import torch
@@ -33,8 +34,8 @@ def test_item3_needs_balance():
     W_q, W_k = torch.randn(4, 2, generator=g, dtype=torch.float64), torch.randn(4, 2, generator=g, dtype=torch.float64)
     W_dot, G = rescaling.autograd_rate(task, W_q, W_k, 1.0)
     forms = rescaling.lemma_rate(W_q, W_k, G, 1.0)
-    assert torch.allclose(W_dot, forms["factor_form"], rtol=1e-12, atol=1e-15)   # item 2 always
-    assert not torch.allclose(W_dot, forms["balanced_form"], rtol=1e-3)          # item 3 only if balanced
+    assert torch.allclose(W_dot, forms["factor_form"], rtol=1e-12, atol=1e-15)  # item 2 always
+    assert not torch.allclose(W_dot, forms["balanced_form"], rtol=1e-3)  # item 3 only if balanced
 
 
 def test_flows_coincide():

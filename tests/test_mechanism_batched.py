@@ -2,6 +2,7 @@
 equal the one-model loop they replaced (SelfAttention + torch's SGD, ``train.make_optimizer``),
 run by run: the same status, the same stopping step, and p, accuracy and loss equal to float32
 round-off."""
+
 import math
 
 import numpy as np
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 TASK = Task(n_classes=3, n_common=4, seq_len=6)
 N = 60
 EPS32 = float(torch.finfo(torch.float32).eps)
-ULPS_PER_STEP = 8   # see round_off()
+ULPS_PER_STEP = 8  # see round_off()
 
 
 def round_off(steps: int) -> float:
@@ -35,7 +36,7 @@ def looped(parametrization, r, seed, *, n_samples=N, lr_ov, init_std=0.1, loss_t
     engine): (status, stopping step, loss, p, accuracy, every loss the loop evaluated)."""
     batch = sample(TASK, n_samples, seeding.generator(seed))
     model = SelfAttention(ModelConfig(parametrization, TASK.vocab_size, TASK.n_classes, dtype=devices.EXPERIMENT_DTYPE))
-    model.init_gaussian(init_std / model.cfg.d ** 0.5, seeding.generator(seed + 1))
+    model.init_gaussian(init_std / model.cfg.d**0.5, seeding.generator(seed + 1))
     seen, recorded, stopped_at = [], [], None
     opt, every = train.make_optimizer(model.groups(r * lr_ov, lr_ov)), max(1, max_steps // 200)
     for step in range(max_steps + 1):
@@ -88,15 +89,19 @@ def test_batched_sampled_runs_equal_the_one_model_loop(lr_ov, loss_target):
         assert run.steps == step, (name, r, seed, run.steps, step)
         assert run.loss == pytest.approx(loss, rel=tol, abs=0), (name, r, seed)
         assert run.p == pytest.approx(p, rel=tol, abs=0), (name, r, seed)
-        assert run.accuracy == pytest.approx(acc, abs=0.5 / N), (name, r, seed)   # a count of correct samples
-    assert defined >= len(RUNS) - 2, f"only {defined} of {len(RUNS)} stops are defined to round-off: pick another target"
+        assert run.accuracy == pytest.approx(acc, abs=0.5 / N), (name, r, seed)  # a count of correct samples
+    assert defined >= len(RUNS) - 2, (
+        f"only {defined} of {len(RUNS)} stops are defined to round-off: pick another target"
+    )
 
 
 def test_slow_overshot_and_diverged_runs_match_the_loop_and_name_the_cause():
     slow = dict(lr_ov=0.01, loss_target=0.1, max_steps=20)
-    cases = ((slow, [("FACO", 1.0, 0), ("CAFO", 2.0, 1)]),
-             (dict(lr_ov=10.0, loss_target=0.5, max_steps=2000), [("FAFO", 10.0, 0)]),           # one step too far
-             (dict(lr_ov=100.0, loss_target=0.01, max_steps=200), [("CACO", 10.0, 0), ("FAFO", 10.0, 0)]))
+    cases = (
+        (slow, [("FACO", 1.0, 0), ("CAFO", 2.0, 1)]),
+        (dict(lr_ov=10.0, loss_target=0.5, max_steps=2000), [("FAFO", 10.0, 0)]),  # one step too far
+        (dict(lr_ov=100.0, loss_target=0.01, max_steps=200), [("CACO", 10.0, 0), ("FAFO", 10.0, 0)]),
+    )
     statuses, first = set(), None
     for kw, runs in cases:
         got = mechanism.sampled_runs(runs, TASK, n_samples=40, device="cpu", **kw)

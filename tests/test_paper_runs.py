@@ -1,7 +1,9 @@
 """The recorded paper-profile runs (data/paper_runs.json) and the reproducibility page's summary of them."""
+
 import json
 
-from attnflow import runner, sphinx_runs
+from attnflow import runner
+from attnflow_book import sphinx_runs
 
 RUNS = json.loads((runner.book_root() / "data" / "paper_runs.json").read_text(encoding="utf-8"))["runs"]
 
@@ -27,6 +29,8 @@ def test_summary_counts_runs_failures_and_pages_not_run():
     bad = dict(page="c", seconds=10.0, claims={"passed": 1, "failed": 2}, status="claims failed", device="CPU ×2")
     skipped = dict(page="d", seconds=None, claims={}, status="not run", note="too large", device="CPU ×2")
     text = sphinx_runs.summarize([ok, slow, bad, skipped])
-    assert text.startswith("2 of 4 pages ran their paper profile to the end with no failed claim (the longest, b, in 5.0 min)")
+    assert text.startswith(
+        "2 of 4 pages ran their paper profile to the end with no failed claim (the longest, b, in 5.0 min)"
+    )
     assert "1 with failed claims (c)" in text and "1 were not run to the end here" in text
     assert text.endswith("Devices: CPU ×2, H200.")

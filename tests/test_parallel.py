@@ -1,5 +1,6 @@
 """Sweeps of whole pages on Dask (attnflow.parallel, `attnflow sweep`) and the parallel book
 execution, on a tiny fake book so that each point costs one kernel start."""
+
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from attnflow import parallel, runner
 
-FAKE_PAGE = textwrap.dedent('''\
+FAKE_PAGE = textwrap.dedent("""\
     # ---
     # jupyter:
     #   jupytext:
@@ -45,7 +46,7 @@ FAKE_PAGE = textwrap.dedent('''\
     claims.check("A2", cfg.x, 5.0, atol=3.0, what="x near 5",
                  domain=claims.domain(("x ≥ 1", cfg.x >= 1, f"x = {cfg.x}")))
     claims.finish()
-    ''')
+    """)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def test_invalid_grid_is_refused_before_any_work(fake_book, tmp_path):
 
 def test_sweep_records_pass_outside_and_crash_and_resumes(fake_book, tmp_path, monkeypatch):
     lib = parallel.library_hash()
-    monkeypatch.setattr(parallel, "library_hash", lambda root=None: lib)      # other work may edit lib/ meanwhile
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: lib)  # other work may edit lib/ meanwhile
     points = parallel.grid_points("test/fake", ["x=0.5,4.0,9.5", "crash=False"], root=fake_book)
     points.append({"x": 4.0, "crash": True})
     out = tmp_path / "sweep"
@@ -100,20 +101,38 @@ def test_sweep_records_pass_outside_and_crash_and_resumes(fake_book, tmp_path, m
 def test_sweep_against_a_separately_started_scheduler(fake_book, tmp_path):
     bin_dir = Path(sys.executable).parent
     sched_file = tmp_path / "scheduler.json"
-    procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--scheduler-file", str(sched_file),
-                               "--no-dashboard", "--host", "127.0.0.1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            [
+                str(bin_dir / "dask"),
+                "scheduler",
+                "--scheduler-file",
+                str(sched_file),
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     try:
         for _ in range(60):
             if sched_file.exists() and sched_file.read_text().strip():
                 break
             time.sleep(0.5)
         address = json.loads(sched_file.read_text())["address"]
-        procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nworkers", "2", "--nthreads", "1",
-                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [str(bin_dir / "dask"), "worker", address, "--nworkers", "2", "--nthreads", "1", "--no-dashboard"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         points = parallel.draw_points("test/fake", 2, seed=1, root=fake_book)
-        table = parallel.sweep("test/fake", points, output=tmp_path / "remote", scheduler=address, root=fake_book,
-                               quiet=True)
+        table = parallel.sweep(
+            "test/fake", points, output=tmp_path / "remote", scheduler=address, root=fake_book, quiet=True
+        )
         assert table["key"].nunique() == 2 and set(table["status"]) <= {"ok", "failed"}
     finally:
         for p in reversed(procs):
@@ -141,17 +160,25 @@ def test_execute_pages_caches_and_reexecutes_when_the_library_changes(fake_book,
 
     monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-v1")
     cache, claims_dir = tmp_path / "jc", tmp_path / "claims"
-    assert parallel.execute_pages(["test/fake"], workers=1, root=fake_book, cache=cache, claims=claims_dir,
-                                  quiet=True) == {"test/fake": "ran"}
+    assert parallel.execute_pages(
+        ["test/fake"], workers=1, root=fake_book, cache=cache, claims=claims_dir, quiet=True
+    ) == {"test/fake": "ran"}
     page = fake_book / "book" / "test" / "fake.py"
     # myst-nb reads the page through jupytext and finds the executed notebook in the cache
     rec = get_cache(str(cache)).match_cache_notebook(jupytext.reads(page.read_text(), fmt="py:percent"))
     assert rec is not None and (claims_dir / "test__fake.json").exists()
-    assert parallel.execute_pages(["test/fake"], workers=1, root=fake_book, cache=cache, claims=claims_dir,
-                                  quiet=True) == {"test/fake": "cached"}
-    assert parallel.current_keys(fake_book)["test/fake"] == json.loads((cache / "attnflow-keys.json").read_text())["test/fake"]
-    monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-v2")     # lib/ changed: nothing stale
-    assert parallel.current_keys(fake_book)["test/fake"] != json.loads((cache / "attnflow-keys.json").read_text())["test/fake"]
+    assert parallel.execute_pages(
+        ["test/fake"], workers=1, root=fake_book, cache=cache, claims=claims_dir, quiet=True
+    ) == {"test/fake": "cached"}
+    assert (
+        parallel.current_keys(fake_book)["test/fake"]
+        == json.loads((cache / "attnflow-keys.json").read_text())["test/fake"]
+    )
+    monkeypatch.setattr(parallel, "library_hash", lambda root=None: "lib-v2")  # lib/ changed: nothing stale
+    assert (
+        parallel.current_keys(fake_book)["test/fake"]
+        != json.loads((cache / "attnflow-keys.json").read_text())["test/fake"]
+    )
     parallel.drop_from_cache(cache, ["test/fake"], root=fake_book)
     with pytest.raises(KeyError):
         get_cache(str(cache)).match_cache_notebook(jupytext.reads(page.read_text(), fmt="py:percent"))
@@ -190,12 +217,12 @@ def test_atlas_regenerate_keeps_one_table_per_page_without_stale_points(fake_boo
     second = pd.read_parquet(out / "atlas.parquet")
     prov = json.loads((out / "provenance.json").read_text())
     assert first["key"].nunique() == 2 and second["key"].nunique() == 2
-    assert not set(first["key"]) & set(second["key"])          # the old library's points are gone
-    assert len(list((out / "sweeps" / "test__fake" / "parts").glob("*.parquet"))) == 4   # kept for resume
+    assert not set(first["key"]) & set(second["key"])  # the old library's points are gone
+    assert len(list((out / "sweeps" / "test__fake" / "parts").glob("*.parquet"))) == 4  # kept for resume
     assert prov["per_page"]["test/fake"]["library"] == "lib-two" and prov["pages"] == ["test/fake"]
     rep = atlas.atlas_report(out)
     assert rep.n_points == 2 and rep.min_draws == 2
-    atlas.regenerate(["test/fake"], draws=3, workers=1, output=out, collect=True)   # runs nothing
+    atlas.regenerate(["test/fake"], draws=3, workers=1, output=out, collect=True)  # runs nothing
     collected = pd.read_parquet(out / "atlas.parquet")
     assert set(collected["key"]) == set(second["key"])
     assert json.loads((out / "provenance.json").read_text())["per_page"]["test/fake"]["draws"] == 2
@@ -212,9 +239,13 @@ def test_build_only_modules_are_out_of_the_library_hash_and_never_imported_by_pa
     sources += [p for p in lib.rglob("*.py") if not (p.parent == lib and p.name in parallel.BUILD_ONLY)]
     for src in sources:
         for node in ast.walk(ast.parse(src.read_text(encoding="utf-8"))):
-            mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                    else [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) and node.module
-                    else [])
+            mods = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [f"{node.module}.{a.name}" for a in node.names]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else []
+            )
             hit = [m for m in mods if m.split(".")[:2] in [["attnflow", n] for n in names]]
             assert not hit, f"{src}: imports the build-only module(s) {hit}"
     assert all((lib / n).exists() for n in parallel.BUILD_ONLY)
@@ -230,13 +261,14 @@ def test_every_page_has_a_sweep_space_whose_draws_its_schema_accepts(page):
     space, and draws of it (on top of the smoke profile) pass the page's own validation; the
     points differ, so a sweep is never N copies of one run."""
     assert parallel.load_space(page).dims, f"{page}: its sweep space in book/sweeps.yml varies nothing"
-    points = parallel.draw_points(page, 3, seed=7, profile="smoke")   # each point is validated while drawn
+    points = parallel.draw_points(page, 3, seed=7, profile="smoke")  # each point is validated while drawn
     assert len(points) == 3 and len({json.dumps(p, sort_keys=True, default=str) for p in points}) == 3
 
 
 def test_a_cluster_that_times_out_on_shutdown_loses_nothing(capsys):
     """On a loaded machine LocalCluster.close() can raise a TimeoutError after every point is written;
     the sweep reports it and still writes its table (seen in a fresh-seed sweep under load)."""
+
     class Slow:
         closed = False
 
@@ -251,7 +283,7 @@ def test_a_cluster_that_times_out_on_shutdown_loses_nothing(capsys):
     client = Fine()
     parallel._close(client, Slow())
     assert client.closed and Slow.closed and "did not shut down cleanly (TimeoutError)" in capsys.readouterr().err
-    parallel._close(Fine(), None)                     # a remote scheduler: no cluster to close
+    parallel._close(Fine(), None)  # a remote scheduler: no cluster to close
 
 
 def _probe_page_environment():
@@ -262,7 +294,9 @@ def _probe_page_environment():
     child = "import os; print(os.environ.get('MALLOC_TRIM_THRESHOLD_', 'unset'), os.environ.get('OMP_NUM_THREADS'))"
     outside = os.environ.get("MALLOC_TRIM_THRESHOLD_")
     with parallel.page_process():
-        kernel = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True).stdout.split()
+        kernel = subprocess.run(
+            [sys.executable, "-c", child], capture_output=True, text=True, check=True
+        ).stdout.split()
     return outside, kernel, os.environ.get("MALLOC_TRIM_THRESHOLD_")
 
 
@@ -275,5 +309,5 @@ def test_page_kernels_do_not_inherit_the_workers_malloc_trim():
         outside, kernel, after = client.submit(_probe_page_environment, pure=False).result(timeout=60)
     finally:
         parallel._close(client, cluster)
-    assert outside == "65536" and after == "65536"        # what distributed gives its workers
+    assert outside == "65536" and after == "65536"  # what distributed gives its workers
     assert kernel == ["unset", "1"]

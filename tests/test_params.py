@@ -1,4 +1,5 @@
 """The parameter contract: unknown names, wrong types, out-of-range values give clear errors."""
+
 import pytest
 
 from attnflow import claims, params
@@ -35,19 +36,22 @@ def test_kernel_names_modules_and_objects_are_ignored():
     validate(ns, SCHEMA)
 
 
-@pytest.mark.parametrize("name,value,needle", [
-    ("d", 1, "below the allowed range"),
-    ("d", 2.5, "expected an integer"),
-    ("d", True, "expected an integer"),
-    ("lr_ratio", 0.0, "below the allowed range"),
-    ("lr_ratio", float("nan"), "finite"),
-    ("lr_ratio", "fast", "expected a number"),
-    ("model", "CAXO", "allowed choices"),
-    ("ratios", [], "list has 0 items"),
-    ("ratios", [1.0, -2.0], "below the allowed range"),
-    ("ratios", 3.0, "expected a list"),
-    ("batched", 1, "True or False"),
-])
+@pytest.mark.parametrize(
+    "name,value,needle",
+    [
+        ("d", 1, "below the allowed range"),
+        ("d", 2.5, "expected an integer"),
+        ("d", True, "expected an integer"),
+        ("lr_ratio", 0.0, "below the allowed range"),
+        ("lr_ratio", float("nan"), "finite"),
+        ("lr_ratio", "fast", "expected a number"),
+        ("model", "CAXO", "allowed choices"),
+        ("ratios", [], "list has 0 items"),
+        ("ratios", [1.0, -2.0], "below the allowed range"),
+        ("ratios", 3.0, "expected a list"),
+        ("batched", 1, "True or False"),
+    ],
+)
 def test_bad_values_name_parameter_value_and_allowed(name, value, needle):
     with pytest.raises(ParameterError) as e:
         validate(dict(GOOD, **{name: value}), SCHEMA)
@@ -72,9 +76,9 @@ def test_cross_parameter_rule():
 
 def test_validate_starts_the_page_ledger_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path / "claims"))   # even with a claims folder set
+    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path / "claims"))  # even with a claims folder set
     validate(dict(GOOD), SCHEMA)
-    assert list(tmp_path.iterdir()) == []          # validation never writes a file
+    assert list(tmp_path.iterdir()) == []  # validation never writes a file
     assert claims.records() == [] and claims._state["page"] == "test/page"
 
 
@@ -137,7 +141,7 @@ def test_a_teacher_extends_a_schema_in_the_page():
     assert cfg.noise == 0.1 and cfg.page == "test/page" and "noise" not in SCHEMA.params
     with pytest.raises(ParameterError, match="noise < 0.5"):
         validate(dict(GOOD, noise=0.7), ext)
-    with pytest.raises(ParameterError, match="d_h ≤ d"):        # the page's rules still hold
+    with pytest.raises(ParameterError, match="d_h ≤ d"):  # the page's rules still hold
         validate(dict(GOOD, d=2, d_h=3, noise=0.1), ext)
     with pytest.raises(ValueError, match="already declares d"):
         SCHEMA.extend(d=Param(int))
@@ -162,8 +166,13 @@ VALIDATE_CELL = "cfg = params.validate(globals(), SCHEMA)"
 def test_in_a_live_kernel_only_the_parameters_cell_counts():
     # a full run left page variables behind (literals among them); then cells 1-2 are re-run
     rest = ["import numpy as np", "MODEL_COLORS = {'a': 1}", "alpha = 0.5", "claims.finish()"]
-    ns = _kernel_ns([PARAM_CELL, VALIDATE_CELL, *rest, PARAM_CELL.replace("d = 4", "d = 5"), VALIDATE_CELL],
-                    MODEL_COLORS={"a": 1}, alpha=0.5, drift=[0.1], **dict(GOOD, d=5))
+    ns = _kernel_ns(
+        [PARAM_CELL, VALIDATE_CELL, *rest, PARAM_CELL.replace("d = 4", "d = 5"), VALIDATE_CELL],
+        MODEL_COLORS={"a": 1},
+        alpha=0.5,
+        drift=[0.1],
+        **dict(GOOD, d=5),
+    )
     assert validate(ns, SCHEMA).d == 5
     # papermill's injected cell follows the parameters cell: both count
     injected = "# Parameters\nd = 6\n"
@@ -179,8 +188,25 @@ def test_in_a_live_kernel_only_the_parameters_cell_counts():
 
 
 def test_a_rule_violation_shows_the_values_it_names():
-    s = Schema("t/named", requires=[(lambda c: c.batch_size <= c.n_train, "batch_size ≤ n_train")],
-               batch_size=Param(int), n_train=Param(int), seq_len=Param(int))
+    s = Schema(
+        "t/named",
+        requires=[(lambda c: c.batch_size <= c.n_train, "batch_size ≤ n_train")],
+        batch_size=Param(int),
+        n_train=Param(int),
+        seq_len=Param(int),
+    )
     with pytest.raises(ParameterError) as e:
         validate({"batch_size": 5, "n_train": 3, "seq_len": 8}, s)
     assert str(e.value).endswith("received batch_size=5, n_train=3")
+
+
+@pytest.mark.parametrize("raw", ["abc", "-5", "nan", "inf", ""])
+def test_a_bad_cost_limit_is_refused_by_name(raw, monkeypatch):
+    """ATTNFLOW_MAX_SECONDS that is not a positive number: a named ParameterError, not an internal error."""
+    from attnflow import params as P
+
+    monkeypatch.setenv("ATTNFLOW_MAX_SECONDS", raw)
+    with pytest.raises(P.ParameterError, match="ATTNFLOW_MAX_SECONDS"):
+        P.cost_limit()
+    monkeypatch.setenv("ATTNFLOW_MAX_SECONDS", "60")
+    assert P.cost_limit() == 60.0

@@ -1,6 +1,5 @@
 """Progress bars: quiet in tests and builds; under the runner they report to its status file."""
 
-
 from attnflow import progress
 
 
@@ -19,7 +18,7 @@ def test_under_the_runner_the_latest_line_goes_to_the_status_file(tmp_path, monk
     line = seen[-1]
     assert line.startswith("training:") and "49/50" in line and "\n" not in line
     captured = capsys.readouterr()
-    assert "training" not in captured.out + captured.err      # nothing in the notebook's streams
+    assert "training" not in captured.out + captured.err  # nothing in the notebook's streams
 
 
 def test_the_status_writer_keeps_only_the_last_line(tmp_path):
@@ -30,7 +29,7 @@ def test_the_status_writer_keeps_only_the_last_line(tmp_path):
     assert progress.read_status(tmp_path / "s") == "step 2"
     assert progress.read_status(tmp_path / "missing") == ""
     w2 = progress._StatusWriter(str(tmp_path / "no" / "such" / "dir" / "s"))
-    w2.write("x")                                 # best effort: never raises
+    w2.write("x")  # best effort: never raises
 
 
 def test_a_closed_bar_clears_the_status(tmp_path, monkeypatch):
@@ -39,4 +38,4 @@ def test_a_closed_bar_clears_the_status(tmp_path, monkeypatch):
     bar = progress.progress(range(5), desc="phase", mininterval=0)
     for _ in bar:
         pass
-    assert progress.read_status(status) == ""      # leave=False: nothing stale for the next cell
+    assert progress.read_status(status) == ""  # leave=False: nothing stale for the next cell

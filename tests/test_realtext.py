@@ -1,5 +1,6 @@
 """The focus–dilution real-text model (issue 7): focus_dilution.realtext (real token streams, the
 bigram Markov approximation). Everything runs on tiny synthetic token data, offline, in seconds."""
+
 import numpy as np
 import pytest
 import torch
@@ -15,8 +16,9 @@ def toy_stream(n_low=5, n=6000, seed=0) -> realtext.RealStream:
     ch = chain.hub_family(n_low=n_low)
     d = ch.d
     ids = chain.sample_sequences(ch, 1, n, torch.Generator().manual_seed(seed))[0]
-    return realtext.RealStream("toy", "[test] toy chain", True, ids[: n - 1000], ids[n - 1000:],
-                               [f"w{k}" for k in range(d - 1)] + ["<unk>"])
+    return realtext.RealStream(
+        "toy", "[test] toy chain", True, ids[: n - 1000], ids[n - 1000 :], [f"w{k}" for k in range(d - 1)] + ["<unk>"]
+    )
 
 
 def test_windows_bigram_chain_and_uniform_attention_at_the_origin():
@@ -25,9 +27,14 @@ def test_windows_bigram_chain_and_uniform_attention_at_the_origin():
     assert float(ex.weights.sum()) == pytest.approx(1.0) and bool((ex.counts.sum(0) == 16).all())
     ch = realtext.bigram_chain(text.train, text.d, smoothing=0.1)
     assert np.allclose(ch.P.sum(1), 1.0) and ch.pi.min() > 0
-    zero = {"W0": torch.zeros(1, text.d, 4), "WQ": torch.zeros(1, 4, 4), "WK": torch.zeros(1, 4, 4), "W1": torch.zeros(1, 4, text.d)}
+    zero = {
+        "W0": torch.zeros(1, text.d, 4),
+        "WQ": torch.zeros(1, 4, 4),
+        "WK": torch.zeros(1, 4, 4),
+        "W1": torch.zeros(1, 4, text.d),
+    }
     mass, share, entropy = realtext.token_attention(zero, ex)
-    assert np.allclose(mass[0], share) and entropy[0] == pytest.approx(np.log(16))   # uniform: lift 1, H = log s
+    assert np.allclose(mass[0], share) and entropy[0] == pytest.approx(np.log(16))  # uniform: lift 1, H = log s
     with pytest.raises(ParameterError, match="smoothing"):
         realtext.bigram_chain(text.train, text.d, smoothing=0.0)
     with pytest.raises(ParameterError, match="seq_len"):
@@ -38,11 +45,21 @@ def test_windows_bigram_chain_and_uniform_attention_at_the_origin():
 
 def test_real_text_run_and_markov_run_from_the_same_start():
     text = toy_stream()
-    res = realtext.train(text, seq_len=16, n_train=256, n_eval=128, steps=300, lr=0.5, record_every=10,
-                         init_scale=1e-2, d_model=4, device="cpu")
+    res = realtext.train(
+        text,
+        seq_len=16,
+        n_train=256,
+        n_eval=128,
+        steps=300,
+        lr=0.5,
+        record_every=10,
+        init_scale=1e-2,
+        d_model=4,
+        device="cpu",
+    )
     for run in ("real", "markov"):
-        assert torch.equal(res.runs[run].states["W0"][0], res.runs["real"].states["W0"][0])   # same θ(0)
-        assert res.val_loss[run][-1] < res.val_loss[run][0] - 0.05   # log d → below the unigram entropy
+        assert torch.equal(res.runs[run].states["W0"][0], res.runs["real"].states["W0"][0])  # same θ(0)
+        assert res.val_loss[run][-1] < res.val_loss[run][0] - 0.05  # log d → below the unigram entropy
     assert res.lift().shape == (31, text.d) and np.allclose(res.lift()[0], 1.0)
     m = realtext.milestones(res, move=0.01)
     assert m["rank_cond"] < m["rank_init"] and 0.0 <= m["gap_plateau"] <= m["gap_all"]
@@ -51,10 +68,20 @@ def test_real_text_run_and_markov_run_from_the_same_start():
 
 def test_lifts_at_a_time_and_missing_pieces():
     text = toy_stream()
-    res = realtext.train(text, seq_len=16, n_train=256, n_eval=128, steps=300, lr=0.5, record_every=10,
-                         init_scale=1e-2, d_model=4, device="cpu")
+    res = realtext.train(
+        text,
+        seq_len=16,
+        n_train=256,
+        n_eval=128,
+        steps=300,
+        lr=0.5,
+        record_every=10,
+        init_scale=1e-2,
+        d_model=4,
+        device="cpu",
+    )
     lift = res.lift()
-    got = realtext.lifts_at(res, res.t[5] + 0.1, ["w0", "w2", "absent"], [1, 2])     # nearest record: 5
+    got = realtext.lifts_at(res, res.t[5] + 0.1, ["w0", "w2", "absent"], [1, 2])  # nearest record: 5
     assert got["w0"] == pytest.approx(lift[5, 0]) and got["w2"] == pytest.approx(lift[5, 2])
     assert got["group"] == pytest.approx(lift[5, [1, 2]].mean()) and np.isnan(got["absent"])
     m = realtext.milestones(res, move=0.01)
@@ -75,17 +102,41 @@ def test_real_text_report_checks_each_corpus_and_glues_per_corpus(tmp_path, monk
     claims.begin_page("focus_dilution/test_real_text", {})
     glued = {}
     monkeypatch.setattr(display, "number", lambda name, value, show=False: glued.__setitem__(name, value))
-    good = dict(rank_cond=1.1, lift_dev_cond=0.01, escaped=True, rank_end=2.5, move_corr=0.999, move_level=0.1, move_sign=1.0,
-                t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0, t_escape_markov=104.0,
-                t_end=300.0, rate_cond=0.05, amp_cond=1e-3, t_forecast=150.0)
+    good = dict(
+        rank_cond=1.1,
+        lift_dev_cond=0.01,
+        escaped=True,
+        rank_end=2.5,
+        move_corr=0.999,
+        move_level=0.1,
+        move_sign=1.0,
+        t_half=10.0,
+        t_half_markov=10.5,
+        gap_plateau=0.01,
+        t_escape_val=100.0,
+        t_escape_markov=104.0,
+        t_end=300.0,
+        rate_cond=0.05,
+        amp_cond=1e-3,
+        t_forecast=150.0,
+    )
     late = {**good, "t_escape_markov": 150.0}
     lifts = {" ": 1.5, "the": 1.3, "group": 0.9}
-    rep = real_text.RealTextReport(lr=0.1, eps=1e-3, d=64, m=16, alpha=0.1, mid_first=15, mid_last=40,
-                                   cfg=SimpleNamespace(n_top=5), marks={"a": good, "b": late},
-                                   first_lifts={"a": lifts, "b": lifts})
+    rep = real_text.RealTextReport(
+        lr=0.1,
+        eps=1e-3,
+        d=64,
+        m=16,
+        alpha=0.1,
+        mid_first=15,
+        mid_last=40,
+        cfg=SimpleNamespace(n_top=5),
+        marks={"a": good, "b": late},
+        first_lifts={"a": lifts, "b": lifts},
+    )
     try:
         rep.check_claims()
-        failed = [r["what"] for r in claims.records() if r["verdict"] != "pass"]   # errata claims: "disagrees"
+        failed = [r["what"] for r in claims.records() if r["verdict"] != "pass"]  # errata claims: "disagrees"
     finally:
         claims._state.update(page=None, records=[], parameters={})
     assert failed == ["b: Markov approximation, time the held-out loss leaves the plateau, real vs Markov"]
@@ -100,9 +151,9 @@ def test_saddle_lift_on_contexts_distributed_as_pi_is_r3s_closed_form():
     for ch in (chain.hub_family(4, 0.5, 0.3, 0.4, 0.1), chain.hub_family(n_low=5)):
         lift = realtext.saddle_lift(ch, training.population_examples(ch), 6)
         r3 = np.sign(closed_forms.g_rate(ch)) * (ch.pi - ch.pi @ ch.pi)
-        assert np.abs(lift).max() == pytest.approx(1e-4, rel=1e-3)   # scaled linearly: second-order terms O(1e-4)
+        assert np.abs(lift).max() == pytest.approx(1e-4, rel=1e-3)  # scaled linearly: second-order terms O(1e-4)
         assert np.corrcoef(lift, r3)[0, 1] == pytest.approx(1.0, abs=1e-9)
-        assert float(lift @ r3) > 0                                          # the same sign, not only the line
+        assert float(lift @ r3) > 0  # the same sign, not only the line
 
 
 def test_attention_mode_is_the_whole_degenerate_eigenspace():
@@ -121,12 +172,13 @@ def test_attention_mode_is_the_whole_degenerate_eigenspace():
     mode = realtext.attention_mode(theta, PopulationLoss(ch))
     turned = realtext.attention_mode(dict(theta, WQ=theta["WQ"] @ R, WK=theta["WK"] @ R), PopulationLoss(ch))
     assert mode.multiplicity == m and turned.multiplicity == m
-    assert mode.rate == pytest.approx(closed_forms.g_rate(ch), rel=1e-6) and turned.rate == pytest.approx(mode.rate, rel=1e-9)
+    assert mode.rate == pytest.approx(closed_forms.g_rate(ch), rel=1e-6) and turned.rate == pytest.approx(
+        mode.rate, rel=1e-9
+    )
     assert turned.amplitude == pytest.approx(mode.amplitude, rel=1e-9)
 
 
-@pytest.mark.parametrize("corr,rank_cond,verdict", [(0.999, 1.1, "pass"), (0.99, 1.1, "fail"),
-                                                     (0.90, 1.6, "outside")])
+@pytest.mark.parametrize("corr,rank_cond,verdict", [(0.999, 1.1, "pass"), (0.99, 1.1, "fail"), (0.90, 1.6, "outside")])
 def test_b11_first_move_floor_and_domain(ledger, monkeypatch, corr, rank_cond, verdict):
     from types import SimpleNamespace
 
@@ -135,12 +187,36 @@ def test_b11_first_move_floor_and_domain(ledger, monkeypatch, corr, rank_cond, v
 
     monkeypatch.setattr(display, "number", lambda *a, **k: None)
     assert real_text.move_corr_min(0.1) == pytest.approx(np.sqrt(0.99))
-    m = dict(rank_cond=rank_cond, lift_dev_cond=0.01, escaped=True, rank_end=2.5, move_corr=corr, move_level=0.1,
-             move_sign=1.0, t_half=10.0, t_half_markov=10.5, gap_plateau=0.01, t_escape_val=100.0,
-             t_escape_markov=104.0, t_end=300.0, rate_cond=0.05, amp_cond=1e-3, t_forecast=150.0)
-    rep = real_text.RealTextReport(lr=0.1, eps=1e-3, d=64, m=16, alpha=0.1, mid_first=15, mid_last=40,
-                                   cfg=SimpleNamespace(n_top=5), marks={"a": m},
-                                   first_lifts={"a": {" ": 1.5, "the": 1.3, "group": 0.9}})
+    m = dict(
+        rank_cond=rank_cond,
+        lift_dev_cond=0.01,
+        escaped=True,
+        rank_end=2.5,
+        move_corr=corr,
+        move_level=0.1,
+        move_sign=1.0,
+        t_half=10.0,
+        t_half_markov=10.5,
+        gap_plateau=0.01,
+        t_escape_val=100.0,
+        t_escape_markov=104.0,
+        t_end=300.0,
+        rate_cond=0.05,
+        amp_cond=1e-3,
+        t_forecast=150.0,
+    )
+    rep = real_text.RealTextReport(
+        lr=0.1,
+        eps=1e-3,
+        d=64,
+        m=16,
+        alpha=0.1,
+        mid_first=15,
+        mid_last=40,
+        cfg=SimpleNamespace(n_top=5),
+        marks={"a": m},
+        first_lifts={"a": {" ": 1.5, "the": 1.3, "group": 0.9}},
+    )
     rep.check_claims()
     rec = next(r for r in ledger() if "first attention move vs" in r["what"])
     assert rec["verdict"] == verdict, rec

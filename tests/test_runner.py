@@ -1,5 +1,6 @@
 """The page runner: bad input exits 2 and writes nothing; a run writes notebook + claims (also when it fails).
 Faults, signals and progress: tests/test_runner_faults.py."""
+
 import json
 
 import nbformat
@@ -15,37 +16,43 @@ def test_pages_come_from_the_toc():
     assert PAGE in pages and all((runner.book_root() / "book" / f"{p}.py").exists() for p in pages)
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["run", "sharpening/nope"], "unknown page"),
-    (["run", PAGE, "--profile", "huge"], "unknown profile"),
-    (["run", PAGE, "-p", "lr_qk=-1"], "parameter 'lr_qk'"),
-    (["run", PAGE, "-p", "lr_qk=fast"], "expected a number"),
-    (["run", PAGE, "-p", "lr_kq=1"], "unknown parameter(s) 'lr_kq'"),
-    (["run", PAGE, "-p", "d=2", "-p", "d_h=3"], "d_h ≤ d"),
-    (["run", PAGE, "-p", "novalue"], "key=value"),
-    (["run", PAGE, "-p", "_foo=1"], "names starting with '_' are not parameters"),
-    (["run", PAGE, "-p", "params=1"], "unknown parameter(s) 'params'"),
-    (["run", PAGE, "-p", "claims=2"], "unknown parameter(s) 'claims'"),
-    (["run", PAGE, "-p", "SCHEMA=3"], "unknown parameter(s) 'SCHEMA'"),
-    (["run", PAGE, "-p", "imbalances=0.5"], "expected a list (e.g. -p imbalances=[0.5])"),
-    (["run", PAGE, "-p", "imbalances=[0.0, 1.0, -2.0]"], "item 2 (-2.0) below the allowed range"),
-    (["run", PAGE, "-p", f"imbalances={[0.1] * 20000}"], "list has 20000 items"),
-    (["run", PAGE, "--timeout", "0"], "--timeout must be a positive"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["run", "sharpening/nope"], "unknown page"),
+        (["run", PAGE, "--profile", "huge"], "unknown profile"),
+        (["run", PAGE, "-p", "lr_qk=-1"], "parameter 'lr_qk'"),
+        (["run", PAGE, "-p", "lr_qk=fast"], "expected a number"),
+        (["run", PAGE, "-p", "lr_kq=1"], "unknown parameter(s) 'lr_kq'"),
+        (["run", PAGE, "-p", "d=2", "-p", "d_h=3"], "d_h ≤ d"),
+        (["run", PAGE, "-p", "novalue"], "key=value"),
+        (["run", PAGE, "-p", "_foo=1"], "names starting with '_' are not parameters"),
+        (["run", PAGE, "-p", "params=1"], "unknown parameter(s) 'params'"),
+        (["run", PAGE, "-p", "claims=2"], "unknown parameter(s) 'claims'"),
+        (["run", PAGE, "-p", "SCHEMA=3"], "unknown parameter(s) 'SCHEMA'"),
+        (["run", PAGE, "-p", "imbalances=0.5"], "expected a list (e.g. -p imbalances=[0.5])"),
+        (["run", PAGE, "-p", "imbalances=[0.0, 1.0, -2.0]"], "item 2 (-2.0) below the allowed range"),
+        (["run", PAGE, "-p", f"imbalances={[0.1] * 20000}"], "list has 20000 items"),
+        (["run", PAGE, "--timeout", "0"], "--timeout must be a positive"),
+    ],
+)
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, args, needle):
     out = tmp_path / "out"
     assert cli.main(args + ["--output", str(out)]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.startswith("attnflow run: error:")
-    assert len(err) < 3000                  # a 20,000-item list is not echoed whole
+    assert len(err) < 3000  # a 20,000-item list is not echoed whole
     assert not out.exists()
 
 
 def test_assignments_are_typed():
     vals = runner.parse_assignments(["r=3", "x=2.5", "m='FAFO'", "ms=['CACO', 'FAFO']", "flag=True", "name=BDF"])
     assert vals == {"r": 3, "x": 2.5, "m": "FAFO", "ms": ["CACO", "FAFO"], "flag": True, "name": "BDF"}
-    assert runner.parse_assignments(["ms=[CACO, FAFO]", "xs=[1, 2.5]", "e=[]"]) == {"ms": ["CACO", "FAFO"],
-                                                                                    "xs": [1, 2.5], "e": []}
+    assert runner.parse_assignments(["ms=[CACO, FAFO]", "xs=[1, 2.5]", "e=[]"]) == {
+        "ms": ["CACO", "FAFO"],
+        "xs": [1, 2.5],
+        "e": [],
+    }
 
 
 @pytest.mark.notebook

@@ -1,5 +1,6 @@
 """The runner under faults (issue 15): check before computing, keep what was computed, clean up on
 every signal, show progress, refuse what cannot end. Uses a tiny book of fake pages in tmp."""
+
 import json
 import os
 import signal
@@ -13,9 +14,11 @@ import pytest
 
 from attnflow import cli, runner
 
-HEADER = "# %% tags=[\"parameters\"]\n"
+HEADER = '# %% tags=["parameters"]\n'
 
-FAILING = HEADER + """n = 1  # a number, with a comment holding 'quotes' and an = sign
+FAILING = (
+    HEADER
+    + """n = 1  # a number, with a comment holding 'quotes' and an = sign
 
 # %%
 from attnflow import claims
@@ -27,8 +30,11 @@ claims.check("A3", 1.0, 2.0, atol=0.1, what="deliberately wrong value")
 claims.check("A4", 1.0, 1.0, atol=0.1, what="a right value, still checked after the failure")
 claims.finish()
 """
+)
 
-RAISING = HEADER + """n = 1  # a number
+RAISING = (
+    HEADER
+    + """n = 1  # a number
 
 # %%
 from attnflow import claims
@@ -39,8 +45,11 @@ cfg = validate(globals(), Schema("demo/raising", n=Param(int, 0, 5, "a number"))
 claims.check("A4", 1.0, 1.0, atol=0.1, what="checked before the error")
 raise IndexError("index 3 is out of bounds for a page bug")
 """
+)
 
-SLEEPY = HEADER + """seconds = 1.0      # how long the loop sleeps in total
+SLEEPY = (
+    HEADER
+    + """seconds = 1.0      # how long the loop sleeps in total
 steps = 10         # steps of the loop
 pid_file = ""      # where the kernel writes its process id ('' = nowhere)
 
@@ -65,9 +74,12 @@ for _ in progress(range(cfg.steps), desc="sleeping"):
 claims.check("A4", 1.0, 1.0, atol=0.1, what="a right value")
 claims.finish()
 """
+)
 
 
-TEACHER = HEADER + """n = 1           # a number
+TEACHER = (
+    HEADER
+    + """n = 1           # a number
 noise = 0.0     # the teacher's own parameter
 
 # %%
@@ -82,14 +94,17 @@ claims.register("T1", statement="The noise is what was asked for.", provenance="
 claims.check("T1", cfg.noise, 0.25, atol=1e-12, what="noise")
 claims.finish()
 """
+)
 
 
 @pytest.fixture
 def tiny_book(tmp_path):
     root = tmp_path / "book_root"
     (root / "book" / "demo").mkdir(parents=True)
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/demo/failing\nchapters:\n"
-                                   "- file: book/demo/raising\n- file: book/demo/sleepy\n- file: book/demo/teacher\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/demo/failing\nchapters:\n"
+        "- file: book/demo/raising\n- file: book/demo/sleepy\n- file: book/demo/teacher\n"
+    )
     (root / "_config.yml").write_text("title: t\n")
     (root / "book" / "profiles.yml").write_text("smoke: {}\n")
     for name, src in (("failing", FAILING), ("raising", RAISING), ("sleepy", SLEEPY), ("teacher", TEACHER)):
@@ -109,6 +124,7 @@ def leftovers(folder: Path) -> list[str]:
 
 # --- check before computing -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["_foo", "params", "claims", "SCHEMA", "cfg"])
 def test_names_not_in_the_parameters_cell_exit_2(in_tiny_book, tmp_path, capsys, name):
     out = tmp_path / "out"
@@ -123,7 +139,7 @@ def test_output_that_is_a_file_exits_2_before_running(in_tiny_book, tmp_path, ca
     f.write_text("x")
     t = time.monotonic()
     assert cli.main(["run", "demo/sleepy", "-p", "seconds=60", "--output", str(f)]) == 2
-    assert time.monotonic() - t < 30       # refused before the 60 s page runs
+    assert time.monotonic() - t < 30  # refused before the 60 s page runs
     err = capsys.readouterr().err
     assert "is a file, not a folder" in err and f.read_text() == "x"
 
@@ -134,7 +150,7 @@ def test_unwritable_output_folder_exits_2_and_creates_nothing(in_tiny_book, tmp_
         ro.mkdir()
         ro.chmod(0o500)
         target = ro / "out"
-    else:                                  # root ignores file modes; sysfs refuses new folders
+    else:  # root ignores file modes; sysfs refuses new folders
         target = Path("/sys/attnflow-test-output/out")
     assert cli.main(["run", "demo/sleepy", "--output", str(target)]) == 2
     err = capsys.readouterr().err
@@ -171,6 +187,7 @@ def test_force_lifts_the_cost_limit_in_validation(in_tiny_book, monkeypatch):
 
 
 # --- keep what was computed -------------------------------------------------------------------
+
 
 @pytest.mark.notebook
 def test_a_failed_claim_keeps_notebook_and_record(in_tiny_book, tmp_path, capsys):
@@ -214,15 +231,21 @@ def test_a_full_disk_on_saving_says_so_and_leaves_nothing(in_tiny_book, tmp_path
     out = tmp_path / "out"
     with pytest.raises(runner.PageFailed, match="No space left on device"):
         runner.run_page("demo/sleepy", output=out, parameters={"seconds": 0.0})
-    assert leftovers(out) == []            # neither the notebook nor the claims record alone
+    assert leftovers(out) == []  # neither the notebook nor the claims record alone
 
 
 # --- signals, timeouts, progress --------------------------------------------------------------
 
+
 def _spawn(root: Path, out: Path, *args: str, env_extra=None) -> subprocess.Popen:
     env = dict(os.environ, ATTNFLOW_BOOK_ROOT=str(root), **(env_extra or {}))
-    return subprocess.Popen([sys.executable, "-m", "attnflow.cli", "run", "demo/sleepy", "--output", str(out), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "attnflow.cli", "run", "demo/sleepy", "--output", str(out), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _wait_for(path: Path, seconds: float) -> None:
@@ -238,7 +261,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    try:    # a zombie is not alive
+    try:  # a zombie is not alive
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
@@ -274,8 +297,8 @@ def test_a_signal_stops_the_kernel_and_leaves_no_files(tiny_book, tmp_path, sig,
     assert proc.returncode == code, err
     lines = [ln for ln in err.strip().splitlines() if "without encryption" not in ln]
     assert lines[-1].startswith("attnflow run: interrupted by " + sig.name) and "Traceback" not in err
-    assert leftovers(out) == []            # no temp folder, no partial notebook, no connection file
-    assert not sockets.exists()            # nor the kernel's socket directory
+    assert leftovers(out) == []  # no temp folder, no partial notebook, no connection file
+    assert not sockets.exists()  # nor the kernel's socket directory
     after = set(runtime.glob("kernel-*.json")) if runtime.exists() else set()
     assert after <= before
     t = time.monotonic()
@@ -302,24 +325,25 @@ def test_a_cell_timeout_is_one_line_naming_the_cell_and_limit(in_tiny_book, tmp_
     err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "without encryption" not in ln]
     assert len(err) == 1 and "ran past the time limit of 3 s per cell" in err[0]
     assert "code cell 4 of 5 (`if cfg.pid_file:`)" in err[0]
-    assert (out / "sleepy.ipynb").exists()   # what ran is kept
+    assert (out / "sleepy.ipynb").exists()  # what ran is kept
 
 
 @pytest.mark.notebook
 def test_heartbeat_names_the_cell_and_the_pages_progress_bar(in_tiny_book, tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "HEARTBEAT_S", 0.5)
     lines: list[str] = []
-    res = runner.run_page("demo/sleepy", parameters={"seconds": 6.0, "steps": 30}, output=tmp_path / "out",
-                          quiet=False, echo=lines.append)
+    res = runner.run_page(
+        "demo/sleepy", parameters={"seconds": 6.0, "steps": 30}, output=tmp_path / "out", quiet=False, echo=lines.append
+    )
     assert res.passed == 1 and lines
     assert any("code cell 4 of 5" in ln and "sleeping:" in ln for ln in lines), lines
     nb = nbformat.read(res.notebook, as_version=4)
-    assert "sleeping" not in json.dumps([c.get("outputs") for c in nb.cells])   # bars stay out of the notebook
+    assert "sleeping" not in json.dumps([c.get("outputs") for c in nb.cells])  # bars stay out of the notebook
 
 
 def test_signals_raise_maps_sighup_to_an_exit_code():
     before = signal.getsignal(signal.SIGHUP)
-    if before == signal.SIG_IGN:                 # started under nohup: SIGHUP is ignored, and stays so
+    if before == signal.SIG_IGN:  # started under nohup: SIGHUP is ignored, and stays so
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
     with pytest.raises(runner.Interrupted) as e:
         with runner.signals_raise():

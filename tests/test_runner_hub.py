@@ -1,5 +1,6 @@
 """Bounded network waits (issue 15.6): a Hub that answers the reachability probe and then stalls
 costs at most the deadline before the stand-in is used with a one-line notice."""
+
 import http.server
 import os
 import subprocess
@@ -27,7 +28,7 @@ except sources.DataSourceError as e:
 class _Stalling(http.server.BaseHTTPRequestHandler):
     requests: list = []
 
-    def do_HEAD(self):                       # the probe is answered at once, the rest stalls
+    def do_HEAD(self):  # the probe is answered at once, the rest stalls
         self.requests.append(("HEAD", self.path))
         if self.path != "/api/status":
             time.sleep(60)
@@ -35,7 +36,7 @@ class _Stalling(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.end_headers()
 
-    def do_GET(self):                        # everything else: no answer for a minute
+    def do_GET(self):  # everything else: no answer for a minute
         self.requests.append(("GET", self.path))
         time.sleep(60)
 
@@ -59,15 +60,20 @@ def stalling_hub():
 
 def test_a_hub_that_answers_then_stalls_falls_back_within_the_deadline(stalling_hub, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-    env.update(HF_ENDPOINT=stalling_hub, ATTNFLOW_HUB_DEADLINE="4", HF_HOME=str(tmp_path / "hf"),
-               HF_HUB_ETAG_TIMEOUT="30", HF_HUB_DOWNLOAD_TIMEOUT="30")
+    env.update(
+        HF_ENDPOINT=stalling_hub,
+        ATTNFLOW_HUB_DEADLINE="4",
+        HF_HOME=str(tmp_path / "hf"),
+        HF_HUB_ETAG_TIMEOUT="30",
+        HF_HUB_DOWNLOAD_TIMEOUT="30",
+    )
     t = time.monotonic()
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=120)
     wall = time.monotonic() - t
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.strip().splitlines()
     assert lines[0].startswith("STANDIN=True"), out.stdout
-    assert float(lines[0].split("SECONDS=")[1]) < 4 + 20    # the deadline (+ importing datasets), not the minute
+    assert float(lines[0].split("SECONDS=")[1]) < 4 + 20  # the deadline (+ importing datasets), not the minute
     assert lines[1].count("\n") == 0 and "offline stand-in" in lines[1]
     assert "did not finish within 4 s" in lines[1]
     assert lines[2].startswith("HUBERROR") and "did not finish within 4 s" in lines[2]

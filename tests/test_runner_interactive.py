@@ -1,5 +1,6 @@
 """Interactive use (issue 12.3): after a full run, a reader changes a value and re-runs cells 1-2
 in the same live kernel; nothing is written into the working folder."""
+
 import json
 
 import jupytext
@@ -30,11 +31,11 @@ def test_rerunning_the_first_two_cells_in_a_live_kernel_works(tmp_path, monkeypa
     work.mkdir()
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(work)}})
     with client.setup_kernel():
-        for i, cell in enumerate(nb.cells):          # the full run
+        for i, cell in enumerate(nb.cells):  # the full run
             client.execute_cell(cell, i)
         nb.cells[0].source = nb.cells[0].source.replace("lr_qk = 1.0", "lr_qk = 0.5")
         assert "lr_qk = 0.5" in nb.cells[0].source
-        client.execute_cell(nb.cells[0], 0)           # the reader's change, then cells 1-2 again
+        client.execute_cell(nb.cells[0], 0)  # the reader's change, then cells 1-2 again
         client.execute_cell(nb.cells[1], 1)
         client.execute_cell(nb.cells[4], 4)
         out = json.loads(nb.cells[4].outputs[-1]["text"].strip().splitlines()[-1])
@@ -43,4 +44,4 @@ def test_rerunning_the_first_two_cells_in_a_live_kernel_works(tmp_path, monkeypa
         client.execute_cell(nb.cells[0], 0)
         with pytest.raises(Exception, match="unknown parameter.*'my_value'"):
             client.execute_cell(nb.cells[1], 1)
-    assert list(work.iterdir()) == []                 # no _build/claims in the working folder
+    assert list(work.iterdir()) == []  # no _build/claims in the working folder

@@ -1,5 +1,6 @@
 """The sharpening page contracts (``sharpening.contracts``): one schema per page, book defaults
 accepted, and every rule a page's computation would raise on mid-run rejected at validation."""
+
 import ast
 from pathlib import Path
 
@@ -11,9 +12,20 @@ from attnflow.params import ParameterError
 from attnflow.sharpening import contracts, data, model, symbolic
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
-PAGES = ("lemma1_rescaling", "scalar_reduction", "line_theorem", "growth_rates", "sharpening_mechanism",
-         "four_parametrizations", "ratio_sweep", "dtap_heatmaps", "where_it_breaks", "real_squad", "real_hatexplain",
-         "real_sva")
+PAGES = (
+    "lemma1_rescaling",
+    "scalar_reduction",
+    "line_theorem",
+    "growth_rates",
+    "sharpening_mechanism",
+    "four_parametrizations",
+    "ratio_sweep",
+    "dtap_heatmaps",
+    "where_it_breaks",
+    "real_squad",
+    "real_hatexplain",
+    "real_sva",
+)
 
 
 def defaults(page: str) -> dict:
@@ -57,7 +69,13 @@ def test_population_too_large_is_refused_before_running():
     task = data.Task(n_classes=5, n_common=50, seq_len=1002)
     assert data.n_compositions(task) > data.POPULATION_MAX
     for page in ("scalar_reduction", "line_theorem"):
-        reject(page, "exact population", n_common=50, n_compete=1000, **({"horizon": 1e3} if page == "line_theorem" else {}))
+        reject(
+            page,
+            "exact population",
+            n_common=50,
+            n_compete=1000,
+            **({"horizon": 1e3} if page == "line_theorem" else {}),
+        )
     reject("sharpening_mechanism", "exact population", pop_n_common=6, n_compete=1000, horizon=1e3)
 
 

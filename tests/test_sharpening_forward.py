@@ -1,6 +1,7 @@
 """One forward for the synthetic sharpening model (issue 14): ``model.forward`` with a leading
 model axis is the definition of spec §4 position by position; ``SelfAttention`` (P = 1) and
 ``ModelStack`` call it; ``ModelStack.bag_forward`` (the training fast path) equals it."""
+
 import pytest
 import torch
 
@@ -16,8 +17,11 @@ TASK = data.Task(n_classes=3, n_common=5, seq_len=7)
 def circuits(P, V, d, K, seed):
     g = torch.Generator().manual_seed(seed)
     emb = orthogonal_embedding(V, d, seed=seed)
-    return (emb, torch.randn(P, d, d, generator=g, dtype=torch.float64),
-            torch.randn(P, K, d, generator=g, dtype=torch.float64))
+    return (
+        emb,
+        torch.randn(P, d, d, generator=g, dtype=torch.float64),
+        torch.randn(P, K, d, generator=g, dtype=torch.float64),
+    )
 
 
 def by_position(emb, W_qk, W_ov, tokens, score_scale, attend_self, keep_mask):
@@ -46,7 +50,7 @@ def test_forward_is_the_model_position_by_position(attend_self, score_scale):
     emb, W_qk, W_ov = circuits(P, TASK.vocab_size, TASK.vocab_size + 4, TASK.n_classes, seed=3)
     tokens = torch.stack([data.sample(TASK, B, seeding.generator(s)).tokens for s in range(P)])  # (P, B, T)
     keep = torch.rand(tokens.shape, generator=torch.Generator().manual_seed(4)) > 0.3
-    keep[..., 0] = True                                              # at least one key in every row
+    keep[..., 0] = True  # at least one key in every row
     out = model.forward(emb, W_qk, W_ov, tokens, score_scale=score_scale, attend_self=attend_self, keep_mask=keep)
     logits, attn = by_position(emb, W_qk, W_ov, tokens, score_scale, attend_self, keep)
     assert out.logits.shape == (P, B, TASK.n_classes) and out.attn.shape == out.scores.shape == (P, B, TASK.seq_len)
@@ -62,7 +66,7 @@ def test_forward_is_the_model_position_by_position(attend_self, score_scale):
 def test_keep_mask_deletes_the_tokens():
     """No positional encoding: masking positions equals removing them from the sequences."""
     emb, W_qk, W_ov = circuits(2, TASK.vocab_size, TASK.vocab_size, TASK.n_classes, seed=5)
-    tokens = data.sample(TASK, 11, seeding.generator(6)).tokens                  # (B, T), shared
+    tokens = data.sample(TASK, 11, seeding.generator(6)).tokens  # (B, T), shared
     keep = torch.ones_like(tokens, dtype=torch.bool)
     keep[:, [1, 3]] = False
     cut = model.forward(emb, W_qk, W_ov, tokens, keep_mask=keep)
@@ -73,7 +77,7 @@ def test_keep_mask_deletes_the_tokens():
 
 def test_shared_tokens_broadcast_over_the_models():
     emb, W_qk, W_ov = circuits(4, TASK.vocab_size, TASK.vocab_size, TASK.n_classes, seed=7)
-    tokens = data.sample(TASK, 8, seeding.generator(8)).tokens                   # (B, T)
+    tokens = data.sample(TASK, 8, seeding.generator(8)).tokens  # (B, T)
     shared = model.forward(emb, W_qk, W_ov, tokens, score_scale=0.5)
     stacked = model.forward(emb, W_qk, W_ov, tokens.expand(4, -1, -1).clone(), score_scale=0.5)
     for a, b in zip(shared, stacked):
@@ -83,8 +87,16 @@ def test_shared_tokens_broadcast_over_the_models():
 @pytest.mark.parametrize("name", ["CACO", "CAFO", "FACO", "FAFO"])
 @pytest.mark.parametrize("attend_self", [False, True])
 def test_selfattention_is_the_forward_at_one_model(name, attend_self):
-    cfg = ModelConfig(name, TASK.vocab_size, TASK.n_classes, d=TASK.vocab_size + 2, d_h=5, attend_self=attend_self,
-                      score_scale=0.4, embedding_seed=1)
+    cfg = ModelConfig(
+        name,
+        TASK.vocab_size,
+        TASK.n_classes,
+        d=TASK.vocab_size + 2,
+        d_h=5,
+        attend_self=attend_self,
+        score_scale=0.4,
+        embedding_seed=1,
+    )
     m = SelfAttention(cfg).init_gaussian(0.4, seeding.generator(2))
     tokens = data.sample(TASK, 10, seeding.generator(3)).tokens
     out = m(tokens)
@@ -92,7 +104,7 @@ def test_selfattention_is_the_forward_at_one_model(name, attend_self):
     ref = model.forward(m.emb, W_qk[None], W_ov[None], tokens[None], score_scale=0.4, attend_self=attend_self)
     assert out.logits.shape == (10, TASK.n_classes) and out.attn.shape == out.scores.shape == (10, TASK.seq_len)
     for a, b in zip(out, ref):
-        assert torch.equal(a, b[0])                                  # the same arithmetic, bit for bit
+        assert torch.equal(a, b[0])  # the same arithmetic, bit for bit
 
 
 @pytest.mark.parametrize("attend_self", [False, True])
@@ -110,21 +122,27 @@ def test_modelstack_forward_is_the_forward_on_its_circuits(attend_self):
         assert torch.equal(a, b)
     sub = torch.tensor([5, 2])
     part = st.forward(params, tokens[sub], keep[sub], models=sub)
-    ref = model.forward(st.emb, W_qk[sub], W_ov[sub], tokens[sub], score_scale=0.7, attend_self=attend_self,
-                        keep_mask=keep[sub])
+    ref = model.forward(
+        st.emb, W_qk[sub], W_ov[sub], tokens[sub], score_scale=0.7, attend_self=attend_self, keep_mask=keep[sub]
+    )
     for a, b in zip(part, ref):
         assert torch.equal(a, b)
-    for i in range(len(specs)):                                      # and each row is that model alone
+    for i in range(len(specs)):  # and each row is that model alone
         one = st.model(i)(tokens[i])
         assert torch.allclose(st.forward(params, tokens).logits[i], one.logits, rtol=1e-12, atol=1e-14)
 
 
 def bag_case(attend_self, score_scale):
     specs = [stack.ModelSpec(p, seed=s, init_scale=1.5) for p in ("CACO", "FAFO") for s in (0, 1)]
-    st = stack.ModelStack(specs, TASK, attend_self=attend_self, score_scale=score_scale, dtype=torch.float64,
-                          device="cpu")
-    batch = data.Batch(*(torch.stack([getattr(data.sample(TASK, 40, seeding.generator(sp.seed)), f) for sp in specs])
-                         for f in ("tokens", "targets", "relevant_mask", "weights")))
+    st = stack.ModelStack(
+        specs, TASK, attend_self=attend_self, score_scale=score_scale, dtype=torch.float64, device="cpu"
+    )
+    batch = data.Batch(
+        *(
+            torch.stack([getattr(data.sample(TASK, 40, seeding.generator(sp.seed)), f) for sp in specs])
+            for f in ("tokens", "targets", "relevant_mask", "weights")
+        )
+    )
     return st, batch, stack.Bags.of(batch, TASK.vocab_size, attend_self, torch.float64)
 
 
@@ -132,7 +150,7 @@ def bag_case(attend_self, score_scale):
 def test_bag_forward_equals_the_forward(attend_self, score_scale):
     st, batch, bags = bag_case(attend_self, score_scale)
     params = st.params()
-    logits, relevant = st.bag_forward(params, bags)                           # (P, K, B), (P, B)
+    logits, relevant = st.bag_forward(params, bags)  # (P, K, B), (P, B)
     W_qk, W_ov = st.effective(params)
     ref = model.forward(st.emb, W_qk, W_ov, batch.tokens, score_scale=score_scale, attend_self=attend_self)
     assert torch.allclose(logits.transpose(1, 2), ref.logits, rtol=1e-12, atol=1e-13)
@@ -147,10 +165,10 @@ def test_bag_forward_falls_back_to_the_forward_when_a_partition_function_underfl
     path (e^{s_v − max s} underflows), so it must take the per-position forward."""
     st, batch, bags = bag_case(False, 1.0)
     params = {n: v.clone() for n, v in st.params().items()}
-    W_qk = params["CACO.W_qk"]                                      # one-hot embedding: S = W_QK
+    W_qk = params["CACO.W_qk"]  # one-hot embedding: S = W_QK
     W_qk.zero_()
     W_qk[:, TASK.query_id, TASK.distinct_ids(0)[0]] = 2000.0
-    has = (batch.tokens[:2, :, :-1] == TASK.distinct_ids(0)[0]).any(-1)       # (2, B)
+    has = (batch.tokens[:2, :, :-1] == TASK.distinct_ids(0)[0]).any(-1)  # (2, B)
     assert has.any() and not has.all()
     logits, relevant = st.bag_forward(params, bags)
     W_qk_eff, W_ov = st.effective(params)

@@ -1,4 +1,5 @@
 """The sharpening model and data: shapes, masks, the population, initializations, errors."""
+
 import math
 
 import pytest
@@ -11,11 +12,11 @@ from attnflow.sharpening.data import Task, n_compositions, population, sample
 from attnflow.sharpening.model import ModelConfig, SelfAttention, orthogonal_embedding
 
 
-pytestmark = pytest.mark.usefixtures("one_cpu_thread")   # tiny float64 models: ~20× faster on one thread
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")  # tiny float64 models: ~20× faster on one thread
 
 
 def test_sampled_dataset_shapes_and_relevant_mask():
-    task = Task()                                     # spec defaults: K=5, M=20, T=12
+    task = Task()  # spec defaults: K=5, M=20, T=12
     batch = sample(task, 64, seeding.generator(0))
     assert batch.tokens.shape == (64, 12) and batch.targets.shape == (64,)
     assert batch.relevant_mask.shape == (64, 12) and batch.weights.shape == (64,)
@@ -54,11 +55,12 @@ def test_population_loss_equals_the_sampled_loss_in_expectation():
 
 def test_population_too_large_is_a_clear_error():
     with pytest.raises(ParameterError, match="compositions"):
-        population(Task())                              # M=20, T=12: 2·10⁸ compositions
+        population(Task())  # M=20, T=12: 2·10⁸ compositions
 
 
-@pytest.mark.parametrize("bad", [dict(n_classes=1), dict(n_common=0), dict(seq_len=1), dict(label_noise=1.0),
-                                 dict(distinct_per_seq=12)])
+@pytest.mark.parametrize(
+    "bad", [dict(n_classes=1), dict(n_common=0), dict(seq_len=1), dict(label_noise=1.0), dict(distinct_per_seq=12)]
+)
 def test_task_rejects_bad_parameters_by_name(bad):
     with pytest.raises(ParameterError, match=list(bad)[0]):
         Task(**bad)
@@ -68,7 +70,8 @@ def test_task_rejects_bad_parameters_by_name(bad):
 def test_forward_shapes_attention_and_groups(name):
     task = Task()
     model = SelfAttention(ModelConfig(name, task.vocab_size, task.n_classes, d_h=8)).init_gaussian(
-        0.1, seeding.generator(0))
+        0.1, seeding.generator(0)
+    )
     batch = sample(task, 16, seeding.generator(1))
     out = model(batch.tokens)
     assert out.logits.shape == (16, task.n_classes) and out.attn.shape == (16, task.seq_len)
@@ -104,8 +107,9 @@ def test_bad_parametrization_names_the_parameter():
 @pytest.mark.parametrize("name", ["CACO", "CAFO", "FACO", "FAFO"])
 def test_init_on_manifold_is_balanced_and_exact(name):
     task = Task(n_classes=5, n_common=3, seq_len=11)
-    model = reduction.init_on_manifold(SelfAttention(ModelConfig(name, task.vocab_size, 5, embedding_seed=2)),
-                                       task, a0=0.3, b0=0.2)
+    model = reduction.init_on_manifold(
+        SelfAttention(ModelConfig(name, task.vocab_size, 5, embedding_seed=2)), task, a0=0.3, b0=0.2
+    )
     a, b, residual = reduction.coordinates(model, task)
     assert math.isclose(float(a), 0.3, rel_tol=1e-12) and math.isclose(float(b), 0.2, rel_tol=1e-12)
     assert float(residual) < 1e-14

@@ -1,5 +1,6 @@
 """The reduced (a, b) ODE: spec §8.1 regression targets (A12–A14), the line invariant (A3),
 the full model against the reduced ODE, GD drift, and clear errors for bad input."""
+
 import math
 
 import numpy as np
@@ -11,10 +12,11 @@ from attnflow.sharpening.data import Task
 from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve
 
 
-pytestmark = pytest.mark.usefixtures("one_cpu_thread")   # tiny float64 models: ~20× faster on one thread
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")  # tiny float64 models: ~20× faster on one thread
 
 
-SPEC = {  # spec §8.1 (attnflow.sharpening.targets): (r, model) -> (p(s=0.9), t(s=0.9), p(1e5), odds/log² t at 1e5, a(1e5))
+# spec §8.1 (attnflow.sharpening.targets): (r, model) -> (p(s=0.9), t(s=0.9), p(1e5), odds/log² t at 1e5, a(1e5))
+SPEC = {
     (int(r), name): (row.p_match, row.t_match, row.p_end, row.odds_l2_end, row.a_end)
     for (r, name), row in targets.REDUCED.items()
 }
@@ -63,8 +65,9 @@ def test_log_time_and_linear_time_agree():
 @pytest.mark.parametrize("name", ["CACO", "CAFO", "FACO", "FAFO"])
 def test_full_model_flow_follows_the_reduced_ode(name):
     """Prop. 2: population gradient flow of the torch model = reduced ODE with mapped rates."""
-    c = reduction.compare_with_reduced(name, Task(5, 3, 11), lr_qk=2.0, t_max=30.0, n_times=7,
-                                       embedding_seed=0, rtol=1e-9)
+    c = reduction.compare_with_reduced(
+        name, Task(5, 3, 11), lr_qk=2.0, t_max=30.0, n_times=7, embedding_seed=0, rtol=1e-9
+    )
     scale = max(np.abs(c.a_reduced).max(), np.abs(c.b_reduced).max())
     assert np.abs(c.a_full - c.a_reduced).max() / scale < 1e-6
     assert np.abs(c.b_full - c.b_reduced).max() / scale < 1e-6
@@ -90,16 +93,40 @@ def test_overflowing_horizon_is_a_clear_error():
     with pytest.raises(HorizonError, match="horizon"):
         solve(ReducedSystem("CACO", 1.0), float("inf"))
     with pytest.raises(ParameterError, match="horizon"):
-        contracts.GROWTH_RATES.validate(dict(n_classes=5, n_compete=9, lr_ratios=[1.0], a0=0.1, b0=0.1, horizon=1e301,
-                                           rtol=1e-10, parametrizations=["CACO"], fit_from=1e4))
+        contracts.GROWTH_RATES.validate(
+            dict(
+                n_classes=5,
+                n_compete=9,
+                lr_ratios=[1.0],
+                a0=0.1,
+                b0=0.1,
+                horizon=1e301,
+                rtol=1e-10,
+                parametrizations=["CACO"],
+                fit_from=1e4,
+            )
+        )
 
 
 def test_page_schemas_reject_bad_values_by_name():
-    base = dict(n_classes=5, n_compete=9, lr_ratios=[1.0, 10.0], a0=0.1, b0=0.1, horizon=1e5, rtol=1e-10,
-                parametrizations=["CACO"], fit_from=1e3)
+    base = dict(
+        n_classes=5,
+        n_compete=9,
+        lr_ratios=[1.0, 10.0],
+        a0=0.1,
+        b0=0.1,
+        horizon=1e5,
+        rtol=1e-10,
+        parametrizations=["CACO"],
+        fit_from=1e3,
+    )
     contracts.GROWTH_RATES.validate(base)
-    for bad, name in ((dict(lr_ratios=[1.0, 0.0]), "lr_ratios"), (dict(b0=-0.1), "b0"), (dict(n_compete=0), "n_compete"),
-                      (dict(parametrizations=["CAXO"]), "parametrizations")):
+    for bad, name in (
+        (dict(lr_ratios=[1.0, 0.0]), "lr_ratios"),
+        (dict(b0=-0.1), "b0"),
+        (dict(n_compete=0), "n_compete"),
+        (dict(parametrizations=["CAXO"]), "parametrizations"),
+    ):
         with pytest.raises(ParameterError, match=name):
             contracts.GROWTH_RATES.validate({**base, **bad})
 

@@ -1,5 +1,6 @@
 """Sympy derivations of the sharpening chapter: every identity simplifies to zero, and the
 symbolic gradients equal autograd on the torch implementations (reduced and full model)."""
+
 import math
 
 import numpy as np
@@ -13,7 +14,7 @@ from attnflow.sharpening.model import ModelConfig, SelfAttention
 from attnflow.sharpening.reduced import ReducedSystem
 
 
-pytestmark = pytest.mark.usefixtures("one_cpu_thread")   # tiny float64 models: ~20× faster on one thread
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")  # tiny float64 models: ~20× faster on one thread
 
 
 PARAMETRIZATIONS = ["CACO", "CAFO", "FACO", "FAFO"]
@@ -56,8 +57,9 @@ def test_sympy_reduced_rates_equal_autograd_velocity_of_the_full_model(name):
     """Prop. 2 on the torch model: the projected autograd velocity = the symbolic reduced ODE."""
     task = Task(n_classes=5, n_common=3, seq_len=11)
     const = reduction.constants(task)
-    model = reduction.init_on_manifold(SelfAttention(ModelConfig(name, task.vocab_size, 5, embedding_seed=1)),
-                                       task, a0=0.7, b0=0.4)
+    model = reduction.init_on_manifold(
+        SelfAttention(ModelConfig(name, task.vocab_size, 5, embedding_seed=1)), task, a0=0.7, b0=0.4
+    )
     batch = population(task)
     lr_qk, lr_ov = 2.0, 1.0
     grads = torch.autograd.grad(model.loss(batch), list(model.parameters()))

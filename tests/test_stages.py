@@ -4,6 +4,7 @@ A logistic step in log time, L = L0 − Δ σ((log t − log c)/w), has speed �
 the detector's edge (speed = edge_frac × peak, peak = Δ/(4w)) is at σ(1−σ) = edge_frac/4, i.e.
 log t = log c ± w·x_e with x_e = logit((1 + √(1 − edge_frac))/2). The tests use these exact edges.
 """
+
 import numpy as np
 import pytest
 
@@ -20,7 +21,7 @@ def step_edges(center, width, edge_frac):
     return center * np.exp(-width * x), center * np.exp(width * x)
 
 
-STEPS = [(50.0, 0.08, 0.12), (1800.0, 0.02, 0.05), (3500.0, 0.05, 0.05)]   # (centre, drop, width in log t)
+STEPS = [(50.0, 0.08, 0.12), (1800.0, 0.02, 0.05), (3500.0, 0.05, 0.05)]  # (centre, drop, width in log t)
 T = np.concatenate([np.arange(0, 300, 0.5), np.arange(300, 10000, 2.0)])
 
 
@@ -69,7 +70,7 @@ def test_a_rise_with_a_pause_gives_two_focus_intervals():
     y = 0.1 * sigmoid((lt - np.log(20)) / 0.05) + 0.1 * sigmoid((lt - np.log(400)) / 0.05)
     moves = stages.swings(t, y, min_swing=0.05)
     assert len(moves) == 2 and all(m[2] == 1 for m in moves)
-    assert moves[0][1] < 40 < 200 < moves[1][0]                       # the pause in between is not a move
+    assert moves[0][1] < 40 < 200 < moves[1][0]  # the pause in between is not a move
 
 
 def test_swings_ignore_wiggles_below_min_swing():
@@ -79,7 +80,7 @@ def test_swings_ignore_wiggles_below_min_swing():
 
 def test_rise_turning_into_fall_meets_at_the_peak():
     t = np.linspace(0, 100, 2001)
-    y = np.exp(-((t - 50) / 8) ** 2)                                # a bump: up then straight down
+    y = np.exp(-(((t - 50) / 8) ** 2))  # a bump: up then straight down
     rise, fall = stages.swings(t, y, min_swing=0.1)
     assert rise[1] == fall[0] == pytest.approx(50.0, abs=0.1)
 
@@ -89,15 +90,30 @@ def test_detect_labels_a_full_synthetic_cycle():
     lt = np.log(np.maximum(T, 1e-9))
     loss = synthetic_loss()
     # focus signal: up at ~1750 and straight down at ~1850; after the escape up at ~4800, down at ~5200
-    focus = (0.375 + 0.05 * sigmoid((T - 1750) / 20) - 0.07 * sigmoid((T - 1850) / 15)
-             + 0.3 * sigmoid((T - 4800) / 50) - 0.35 * sigmoid((T - 5200) / 60))
+    focus = (
+        0.375
+        + 0.05 * sigmoid((T - 1750) / 20)
+        - 0.07 * sigmoid((T - 1850) / 15)
+        + 0.3 * sigmoid((T - 4800) / 50)
+        - 0.35 * sigmoid((T - 5200) / 60)
+    )
     rank = 0.004 * np.exp(7.0 * sigmoid((lt - np.log(3000)) / 0.08))  # σ₂(W0): ×1000 around t = 3000
     st = stages.detect(T, loss, focus=focus, rank=rank)
-    assert st.names() == ["condensation", "plateau", "focus", "dilution", "plateau", "escape", "plateau", "focus",
-                          "dilution", "plateau"], st.names()
+    assert st.names() == [
+        "condensation",
+        "plateau",
+        "focus",
+        "dilution",
+        "plateau",
+        "escape",
+        "plateau",
+        "focus",
+        "dilution",
+        "plateau",
+    ], st.names()
     assert st.stages[0].start == T[0] and st.stages[-1].end == T[-1]
     for a, b in zip(st.stages[:-1], st.stages[1:]):
-        assert a.end == b.start                                       # a partition of [t0, t_end]
+        assert a.end == b.start  # a partition of [t0, t_end]
     cond_end = step_edges(*STEPS[0][::2], 0.05)[1]
     assert st.stages[0].end == pytest.approx(cond_end, rel=0.03)
     assert [s.cycle for s in st.find("focus")] == [1, 2]
@@ -113,12 +129,15 @@ def test_detect_without_signals_gives_condensation_and_plateaus():
     assert st.names() == ["condensation", "plateau"]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(t=[0, 1, 2], loss=[1, 1, 1]), "at least 5"),
-    (dict(t=[0, 1, 2, 3, 4], loss=[1, 1, 1]), "equal length"),
-    (dict(t=[0, 1, 1, 3, 4], loss=[1] * 5), "strictly increasing"),
-    (dict(t=[0, 1, 2, 3, 4], loss=[1, np.nan, 1, 1, 1]), "non-finite"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(t=[0, 1, 2], loss=[1, 1, 1]), "at least 5"),
+        (dict(t=[0, 1, 2, 3, 4], loss=[1, 1, 1]), "equal length"),
+        (dict(t=[0, 1, 1, 3, 4], loss=[1] * 5), "strictly increasing"),
+        (dict(t=[0, 1, 2, 3, 4], loss=[1, np.nan, 1, 1, 1]), "non-finite"),
+    ],
+)
 def test_bad_input_is_refused_with_a_clear_message(kwargs, match):
     with pytest.raises(ValueError, match=match):
         stages.detect(kwargs["t"], kwargs["loss"])

@@ -11,6 +11,7 @@ the wheel, never from the checkout) — a cold install of the ~180 pinned packag
 on these shared CPUs. ``ATTNFLOW_WHEEL_DEPS=lock`` installs them instead, from the index with
 the lock as constraints (``pip install -c requirements-lock.txt attnflow-*.whl``), as a user would.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,12 @@ def _copy_sources(dest: Path) -> Path:
 def wheel(tmp_path_factory) -> Path:
     src = _copy_sources(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-                    str(src)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (whl,) = out.glob("attnflow-*.whl")
     return whl
 
@@ -51,8 +56,15 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_wheel_carries_the_book(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    need = ["attnflow/_book/_toc.yml", "attnflow/_book/book/profiles.yml", "attnflow/_book/book/references.bib",
-            "attnflow/_book/data/MANIFEST.json", "attnflow/claims.yml", "attnflow/export.py", "attnflow/resources.py"]
+    need = [
+        "attnflow/_book/_toc.yml",
+        "attnflow/_book/book/profiles.yml",
+        "attnflow/_book/book/references.bib",
+        "attnflow/_book/data/MANIFEST.json",
+        "attnflow/claims.yml",
+        "attnflow/export.py",
+        "attnflow/resources.py",
+    ]
     need += [f"attnflow/_book/book/{p.relative_to(ROOT / 'book')}" for p in (ROOT / "book").glob("*/*.py")]
     need += [f"attnflow/_book/data/{p.name}" for p in (ROOT / "data").glob("*.jsonl.gz")]
     assert [n for n in need if n not in names] == []
@@ -76,30 +88,57 @@ def test_wheel_runs_in_a_fresh_venv(wheel, tmp_path):
     subprocess.run([py311, "-m", "venv", str(venv)], check=True)
     vpy = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNFLOW_", "VIRTUAL_ENV", "PYTHONPATH"))}
-    env.update(HOME=str(tmp_path / "home"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1",
-               PATH=f"{venv / 'bin'}:{env.get('PATH', '')}")
+    env.update(
+        HOME=str(tmp_path / "home"),
+        HF_DATASETS_OFFLINE="1",
+        HF_HUB_OFFLINE="1",
+        PATH=f"{venv / 'bin'}:{env.get('PATH', '')}",
+    )
     if os.environ.get("ATTNFLOW_WHEEL_DEPS") == "lock":
-        _run([vpy, "-m", "pip", "install", "-q", "-c", str(ROOT / "requirements-lock.txt"), str(wheel)], tmp_path, env, 3600)
+        _run(
+            [vpy, "-m", "pip", "install", "-q", "-c", str(ROOT / "requirements-lock.txt"), str(wheel)],
+            tmp_path,
+            env,
+            3600,
+        )
         _run([vpy, "-m", "pip", "check"], tmp_path, env)
     else:
         _run([vpy, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], tmp_path, env)
-        site = Path(_run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env).strip())
+        site = Path(
+            _run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env).strip()
+        )
         (site / "zz_project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     empty = tmp_path / "course"
     empty.mkdir()
-    where = _run([vpy, "-c", "import attnflow, attnflow.resources as r; print(attnflow.__file__); print(r.book_root())"],
-                 empty, env).split()
-    assert str(venv) in where[0] and str(ROOT) not in where[0], where      # the wheel, not the checkout
+    where = _run(
+        [vpy, "-c", "import attnflow, attnflow.resources as r; print(attnflow.__file__); print(r.book_root())"],
+        empty,
+        env,
+    ).split()
+    assert str(venv) in where[0] and str(ROOT) not in where[0], where  # the wheel, not the checkout
     assert where[1].endswith("attnflow/_book")
     pages = _run([venv / "bin" / "attnflow", "pages"], empty, env).split()
     assert "sharpening/lemma1_rescaling" in pages and "focus_dilution/real_text" in pages
     out = _run([venv / "bin" / "attnflow", "run", "sharpening/lemma1_rescaling", "--profile", "smoke"], empty, env)
     assert "0 failed" in out, out
-    run_dir = empty / "runs" / "sharpening__lemma1_rescaling"
+    # a profile's overrides name a variant: runs/<page>-<hash of the values> (issue 25, item 6)
+    (run_dir,) = (empty / "runs").glob("sharpening__lemma1_rescaling-*")
     assert (run_dir / "lemma1_rescaling.ipynb").exists()
-    assert sorted(p.name for p in empty.iterdir()) == ["runs"]              # nothing else written here
-    exported = _run([venv / "bin" / "attnflow", "export", "sharpening/lemma1_rescaling",
-                     "--from", str(run_dir / "lemma1_rescaling.ipynb"), "--student", "--output", "nb"], empty, env)
+    assert sorted(p.name for p in empty.iterdir()) == ["runs"]  # nothing else written here
+    exported = _run(
+        [
+            venv / "bin" / "attnflow",
+            "export",
+            "sharpening/lemma1_rescaling",
+            "--from",
+            str(run_dir / "lemma1_rescaling.ipynb"),
+            "--student",
+            "--output",
+            "nb",
+        ],
+        empty,
+        env,
+    )
     assert "lemma1_rescaling.student.ipynb" in exported
 
 
@@ -116,8 +155,13 @@ def test_setup_cell_installs_the_wheel_next_to_the_notebook(wheel, tmp_path):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     vpy = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNFLOW_", "VIRTUAL_ENV", "PYTHONPATH"))}
-    env.update(HOME=str(tmp_path / "home"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", PIP_NO_INDEX="1",
-               PATH=f"{venv / 'bin'}:{env.get('PATH', '')}")
+    env.update(
+        HOME=str(tmp_path / "home"),
+        HF_DATASETS_OFFLINE="1",
+        HF_HUB_OFFLINE="1",
+        PIP_NO_INDEX="1",
+        PATH=f"{venv / 'bin'}:{env.get('PATH', '')}",
+    )
     site = Path(_run([vpy, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path, env).strip())
     # borrowed: the project venv's packages less its (editable) attnflow, whose metadata would make
     # pip answer "already satisfied" without installing anything
@@ -133,8 +177,12 @@ def test_setup_cell_installs_the_wheel_next_to_the_notebook(wheel, tmp_path):
     assert probe.returncode != 0, "attnflow is importable in the fresh venv before the set-up cell ran"
     import nbformat
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(export.install_cell_source()),
-                                         nbformat.v4.new_code_cell("print('from', attnflow.__file__)")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(export.install_cell_source()),
+            nbformat.v4.new_code_cell("print('from', attnflow.__file__)"),
+        ]
+    )
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
     def run_in(folder: Path, with_wheel: bool):
@@ -142,17 +190,26 @@ def test_setup_cell_installs_the_wheel_next_to_the_notebook(wheel, tmp_path):
         nbformat.write(nb, folder / "page.ipynb")
         if with_wheel:
             shutil.copy(wheel, folder / wheel.name)
-        return subprocess.run([vpy, "-m", "papermill", "page.ipynb", "out.ipynb", "-k", "python3", "--cwd", str(folder)],
-                              cwd=folder, env=env, capture_output=True, text=True, timeout=900)
+        return subprocess.run(
+            [vpy, "-m", "papermill", "page.ipynb", "out.ipynb", "-k", "python3", "--cwd", str(folder)],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
 
     bare = run_in(tmp_path / "no_wheel", with_wheel=False)
-    assert bare.returncode != 0 and "could not be installed: put its wheel" in bare.stdout + bare.stderr, bare.stderr[-3000:]
+    assert bare.returncode != 0 and "could not be installed: put its wheel" in bare.stdout + bare.stderr, bare.stderr[
+        -3000:
+    ]
     course = tmp_path / "course"
     ran = run_in(course, with_wheel=True)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    text = "".join(o.get("text", "") for c in nbformat.read(course / "out.ipynb", as_version=4).cells
-                   for o in c.get("outputs", []))
-    assert f"from {site}" in text, text[-2000:]                     # installed into the fresh venv, from the wheel
+    text = "".join(
+        o.get("text", "") for c in nbformat.read(course / "out.ipynb", as_version=4).cells for o in c.get("outputs", [])
+    )
+    assert f"from {site}" in text, text[-2000:]  # installed into the fresh venv, from the wheel
 
 
 # ----------------------------------------------------------------------------- resources (fast)
@@ -162,7 +219,7 @@ def test_resources_in_the_checkout(monkeypatch):
     assert resources.checkout_root() == ROOT and resources.book_root() == ROOT
     assert resources.data_dir() == ROOT / "data"
     monkeypatch.delenv("ATTNFLOW_DATA_DIR", raising=False)
-    assert resources.activate() == {}                      # a checkout needs nothing
+    assert resources.activate() == {}  # a checkout needs nothing
     assert "ATTNFLOW_DATA_DIR" not in os.environ
 
 
@@ -191,11 +248,13 @@ def test_resources_of_an_installed_package(tmp_path, monkeypatch):
     for k in ("ATTNFLOW_DATA_DIR", "ATTNFLOW_CACHE_DIR"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert resources.activate() == {"ATTNFLOW_DATA_DIR": str(packaged / "data"),
-                                    "ATTNFLOW_CACHE_DIR": str(tmp_path / "cache" / "attnflow" / "data")}
+    assert resources.activate() == {
+        "ATTNFLOW_DATA_DIR": str(packaged / "data"),
+        "ATTNFLOW_CACHE_DIR": str(tmp_path / "cache" / "attnflow" / "data"),
+    }
     monkeypatch.setenv("ATTNFLOW_DATA_DIR", "/mine")
     monkeypatch.delenv("ATTNFLOW_CACHE_DIR")
-    assert "ATTNFLOW_DATA_DIR" not in resources.activate()        # a user's setting is kept
+    assert "ATTNFLOW_DATA_DIR" not in resources.activate()  # a user's setting is kept
     monkeypatch.setattr(resources, "PACKAGED", tmp_path / "nothing")
     with pytest.raises(FileNotFoundError, match="cannot find the attnflow book"):
         resources.book_root()

@@ -162,7 +162,8 @@ rep.moves_figure()
 # (below): a loss gap of at most 3% of the drop along the plateau, and escape times within 10%. On the plateau the
 # criterion {glue:text}`wikitext_gap_verdict` on WikiText and {glue:text}`tinystories_gap_verdict` on the stand-in;
 # at the escape it {glue:text}`wikitext_escape_verdict` and {glue:text}`tinystories_escape_verdict`. A failed check
-# shows **≠ not reproduced** (evidence: {ref}`errata <errata-real-text-markov>`); no tolerance was changed after the runs.
+# shows **≠ not reproduced** (evidence: {ref}`errata <errata-real-text-markov>`); no tolerance was changed after
+# the runs.
 # ```
 #
 # ## 4. Claims
@@ -177,9 +178,11 @@ rep.moves_figure()
 # - *B10, next stage* [paper]: the loss then falls below the plateau by at least a tenth of the gap to the bigram
 #   loss, and the embedding has a second direction (effective rank above 1.8). Predicted where the run outlasts by
 #   $\ln 10/(2r)$ the escape forecast at the end of condensation: the saddle's unstable attention mode (rate $r$ of
-#   the loss Hessian in $W_Q,W_K$, amplitude $a$, drop $\tfrac12ra^2$), $t=$ {glue:text}`wikitext_t_forecast:.0f` on WikiText.
+#   the loss Hessian in $W_Q,W_K$, amplitude $a$, drop $\tfrac12ra^2$), $t=$
+#   {glue:text}`wikitext_t_forecast:.0f` on WikiText.
 # - *B11, direction of the first move* [reconstruction]: it correlates with the theory's move on the same windows at
-#   $\sqrt{1-\ell^2}=0.995$ or more (read at lift deviation $\ell=0.1$; nonlinear terms $O(\ell)$), if rank $W_0<1.5$ then.
+#   $\sqrt{1-\ell^2}=0.995$ or more (read at lift deviation $\ell=0.1$; nonlinear terms $O(\ell)$), if rank
+#   $W_0<1.5$ then.
 # - *B11, the paper's order* [paper]: at the first attention move (the first record where some lift is 0.1 away
 #   from 1) the space (the most frequent whitespace piece of both corpora) and "the" have lift above 1 and above
 #   the mean lift of frequency ranks {glue:text}`mid_first`–{glue:text}`mid_last`: strict inequalities without a

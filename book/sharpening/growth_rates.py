@@ -17,7 +17,7 @@
 # scalars keep growing. How fast? The OV scalar grows like $\log t$; the QK side grows like
 # $\log^2 t$ — but only if "the QK scalar" means the attention *odds*, not the raw score
 # difference $b$ (open question Q1). This page derives the laws by dominant balance in sympy,
-# integrates the reduced flow to $t$ = {glue:text}`horizon_used:.0e` with an adaptive solver in
+# integrates the reduced flow to $t$ = {glue:text}`horizon:.0e` with an adaptive solver in
 # log time, and fits the constants.
 #
 # ```{prf:theorem} Growth rates under population gradient flow
@@ -54,12 +54,11 @@ cfg = params.validate(globals(), GROWTH_RATES)
 
 # %%
 from attnflow import display, exercises, plotting
-from attnflow.sharpening.reports.growth_rates import growth_rates_report
+from attnflow.sharpening import growth, reduced, symbolic, targets
+from attnflow.sharpening.figures import growth_curves
 
 plotting.use_style()
-rep = growth_rates_report(cfg)   # sympy dominant balance, reduced flows to the horizon, fits over the window
-glued = rep.glue()
-g = rep.laws
+g = symbolic.growth_laws()  # the dominant-balance equations solved, integrated and taken to their limits
 
 # %% [markdown]
 # ## 1. Dominant balance in sympy
@@ -103,30 +102,62 @@ display.equation("eq_b_caco", g.b_caco, lhs=r"b")
 for name in cfg.parametrizations:
     display.equation(f"eq_odds_a_{name}", g.odds_in_a[name], lhs=rf"\mathrm{{odds}}_{{\mathrm{{{name}}}}}")
     display.equation(f"eq_odds_t_{name}", g.odds_in_t[name], lhs=rf"\mathrm{{odds}}_{{\mathrm{{{name}}}}}(t)")
+n_wrong_laws = symbolic.count_nonzero(g.residuals)  # sympy's offsets, ratios and odds against the stated laws
+print(f"limits and integrals that differ from the laws: {n_wrong_laws}")
 
 # %% [markdown]
 # ## 2. Integrating to the horizon
 #
 # Reduced ODE (population loss of the full model, {prf:ref}`prop-reduced-ode`; spec
-# normalization $n$ = {glue:text}`n_compete_used`, $K$ = {glue:text}`n_classes_used`,
+# normalization $n$ = {glue:text}`n_compete`, $K$ = {glue:text}`n_classes`,
 # $\eta_{OV}=1$). The slow logarithmic growth is integrated in log time $\tau=\log(1+t)$ with
-# LSODA (`attnflow.sharpening.reduced.solve`), so each decade costs about the same number of
-# steps. Every trajectory to $t$ = {glue:text}`horizon_used:.0e` took at most {glue:text}`nfev_max`
+# LSODA (`reduced.solve_grid`: every parametrization, every ratio), so each decade costs about the
+# same number of steps. The runs store the window start `fit_from` and, for A13, $t=10^5$ among
+# their times. Every trajectory to $t$ = {glue:text}`horizon:.0e` took at most {glue:text}`nfev_max`
 # right-hand-side evaluations ({glue:text}`nfev_total` for all of them; per trajectory in the
 # table); a fixed-step integrator needs millions (see `benchmarks/bench_sharpening_longtime.py`).
+# `growth.fit_growth` fits each run over the window (section 3); the table shows the attention
+# $p$ at the window start, the end state, the fitted OV slope against the law's and the tolerance of
+# A4 (section 4).
 
 # %%
-rep.table()
+A13_T = targets.REDUCED_CONFIG["horizon"]  # the spec's time of odds/log² t (10⁵)
+runs = reduced.solve_grid(cfg.parametrizations, cfg.lr_ratios, cfg.horizon, n_compete=cfg.n_compete,
+                          n_classes=cfg.n_classes, a0=cfg.a0, b0=cfg.b0, times=[cfg.fit_from, A13_T], n_times=300,
+                          rtol=cfg.rtol, atol=cfg.rtol * 1e-2, matched=None)
+fits = {key: growth.fit_growth(run, cfg.fit_from) for key, run in runs.items()}
+display.table(growth.fit_rows(runs, fits))
 
 # %%
-fig, = rep.figures()
+display.glue(horizon=cfg.horizon, fit_from=cfg.fit_from, n_compete=cfg.n_compete, n_classes=cfg.n_classes,
+             nfev_max=max(run.nfev for run in runs.values()), nfev_total=sum(run.nfev for run in runs.values()))
+fig = growth_curves(runs, title=f"Theorem 4: reduced flow to t = {cfg.horizon:.0e} (log-time LSODA), "
+                                f"n={cfg.n_compete}, K={cfg.n_classes}")
 
 # %% [markdown]
 # ## 3. Fitting the constants
 #
-# Fits over the window from $t$ = {glue:text}`fit_from_used:.0e` to {glue:text}`horizon_used:.0e`
-# (`attnflow.sharpening.growth.fit_growth`, least squares on log-spaced times):
-#
+# Fits over the window from $t$ = {glue:text}`fit_from:.0e` to {glue:text}`horizon:.0e`
+# (`growth.fit_growth`, least squares on log-spaced times). The QK laws are read on CACO at the
+# smallest and the largest ratio $r$:
+
+# %%
+r_small, r_large = min(cfg.lr_ratios), max(cfg.lr_ratios)
+caco_small = growth.fit_or_nan(fits, "CACO", r_small, cfg.fit_from)  # NaNs when CACO was not run
+caco_large = growth.fit_or_nan(fits, "CACO", r_large, cfg.fit_from)
+odds_ratio = caco_large.odds_slope / caco_small.odds_slope  # the two odds slopes, against r_large / r_small
+# the names _r1, _r10 (at r_small, r_large) are the ones the errata page cites
+display.glue(r_small=r_small, r_large=r_large, lr_ratio_ratio=r_large / r_small, odds_ratio=odds_ratio,
+             odds_slope_r1=caco_small.odds_slope, odds_slope_r10=caco_large.odds_slope,
+             odds_law_r1=caco_small.odds_slope_law, odds_law_r10=caco_large.odds_slope_law,
+             b_slope_r1=caco_small.b_loglog_slope, b_slope_r10=caco_large.b_loglog_slope,
+             b_slope_law=caco_small.b_loglog_slope_law,
+             odds_l2_1e5_r1=growth.odds_per_log2(runs.get(("CACO", 1.0)), A13_T),
+             odds_l2_1e5_r10=growth.odds_per_log2(runs.get(("CACO", 10.0)), A13_T))
+print(f"CACO odds slopes in log² t: {caco_small.odds_slope:.4f} (r = {r_small:g}), "
+      f"{caco_large.odds_slope:.4f} (r = {r_large:g}); ratio {odds_ratio:.3f}")
+
+# %% [markdown]
 # - **OV.** The margin $u=ap$ grows with slope $du/d\log t$ equal to the law's slope on the same
 #   window (→ 1 for collapsed OV, $\approx1+1/\log t$ for factorized OV), see the table. We fit $u$
 #   rather than $a$: the laws are statements about $1-s\approx(K-1)e^{-u}$, and $a=u/p\to u$.
@@ -154,21 +185,21 @@ fig, = rep.figures()
 # ```
 #
 # **Exercise.** Measure the growth exponent of the odds directly: over the fit window ($t\ge$
-# `cfg.fit_from`) of the run `run = rep.runs[(name, r)]` below (arrays `run.t`, `run.odds`), fit a
+# `cfg.fit_from`) of the run `run = runs[(name, r)]` below (arrays `run.t`, `run.odds`), fit a
 # line to $\log(\text{odds})$ against $\log\log t$ and call its slope `exponent_mine`. For the
 # CACO law $\tfrac r2\log^2t$ it tends to 2; on a finite window it is a little smaller.
 
 # %% tags=["exercise"]
 import numpy as np
 name, r = ("CACO" if "CACO" in cfg.parametrizations else cfg.parametrizations[0]), min(cfg.lr_ratios)
-run = rep.runs[(name, r)]
+run = runs[(name, r)]
 ### BEGIN SOLUTION
 window = run.t >= cfg.fit_from
 exponent_mine = np.polyfit(np.log(np.log(run.t[window])), np.log(run.odds[window]), 1)[0]
 ### END SOLUTION
 
 # %% tags=["exercise-check"]
-exercises.check("exponent_mine", exponent_mine, expected=rep.odds_exponent, rtol=1e-6,
+exercises.check("exponent_mine", exponent_mine, expected=growth.odds_exponent(run, cfg.fit_from), rtol=1e-6,
                 hint="np.polyfit(x, y, 1)[0] is the slope of a least-squares line")
 
 # %% [markdown]
@@ -176,25 +207,67 @@ exercises.check("exponent_mine", exponent_mine, expected=rep.odds_exponent, rtol
 #
 # Each tolerance is the size of the terms the law neglects at the start of the fit window; a check
 # is outside its domain when that size makes it uninformative or the law's assumptions do not hold
-# there yet (why each term is needed: `attnflow.sharpening.reports.growth_rates`).
+# there yet. The domains read the parameters and the state at the window start $t$ =
+# {glue:text}`fit_from:.0e` (`fit.start`: the state before the fitted stretch, never the fitted
+# slope); why each term is needed is in `attnflow.sharpening.growth`.
 #
 # - Symbolic limits and integrals must equal the stated laws exactly.
 # - **A4** (OV slope): collapsed OV is compared with sympy's exact solution of the dominant-balance
-#   equation, $u=\log(C+(K-1)t)$, $C$ fixed at the window start; the tolerance is the sum of the
-#   neglected terms $1-p$ (attention not saturated) and $1-s$ (the law's $g\approx(K-1)e^{-u}$) at
-#   the window start. Factorized OV adds the law's first neglected term, $(\log L+\log2(K-1))/L$
-#   in $u$, of slope at most $(\log L+\log 2(K-1))/L^2$ (≈ 0.05 for $t\ge10^4$). Domain: a
-#   tolerance $\le0.1$ (CAFO at $r=1$, $1-p\approx0.2$ at $t=10^4$, is outside).
+#   equation, $u=\log(C+(K-1)t)$, $C$ fixed at the window start; the tolerance
+#   (`growth.ov_slope_tolerance`) is the sum of the neglected terms $1-p$ (attention not saturated)
+#   and $1-s$ (the law's $g\approx(K-1)e^{-u}$) at the window start. Factorized OV adds the law's
+#   first neglected term, $(\log L+\log2(K-1))/L$ in $u$, of slope at most
+#   $(\log L+\log 2(K-1))/L^2$ (≈ 0.05 for $t\ge10^4$). Domain (`growth.ov_slope_domain`): a
+#   tolerance $\le$ `growth.INFORMATIVE_TOL` = 0.1 (CAFO at $r=1$, $1-p\approx0.2$ at $t=10^4$, is
+#   outside).
 # - **A5** (odds slope, CACO): Theorem 3 makes the odds $\tfrac r2a^2+C-b$ exactly; the law omits
 #   $-b$, a relative slope error $2/(r\log^2 t)$ at the window start — the relative tolerance
-#   (domain: at most 0.5, and $p\ge0.9$ there, where $1-p\approx ne^{-b}$); the ratio of the two
-#   slopes equals the ratio of the $r$'s within the sum of the two. The table laws of all four
-#   converge: odds / law$(a,b)$ rises towards 1 along each run (domain: odds $\ge b$ at the window
-#   start; the laws keep the exponential part of $\Psi$, the odds, and drop the part of size $b$).
-# - **A13** (spec §8.1): CACO odds$/\log^2t$ at $t=10^5$, printed to three decimals, so the
-#   tolerance is half a unit of the last digit (the solver's error is $\sim10^{-8}$); only on the
-#   spec's system ($n=9$, $K=5$, $a_0=b_0=0.1$, `rtol` $\le10^{-8}$) with a horizon $\ge10^5$.
+#   (`growth.odds_slope_tolerance`; domain `growth.odds_slope_domain`: at most 0.5, and $p\ge0.9$
+#   there, where $1-p\approx ne^{-b}$); the ratio of the two slopes equals the ratio of the $r$'s
+#   within the sum of the two. The table laws of all four converge: odds / law$(a,b)$ rises towards 1
+#   along each run (domain `growth.large_b_domain`: odds $\ge b$ at the window start; the laws keep
+#   the exponential part of $\Psi$, the odds, and drop the part of size $b$).
+# - **A13** (spec §8.1): CACO odds$/\log^2t$ at $t=10^5$, printed to `A13_DIGITS` = 3 decimals, so
+#   the tolerance is half a unit of the last digit (the solver's error is $\sim10^{-8}$ at
+#   `rtol` $\le$ `A13_RTOL_MAX`); only on the spec's system ($n=9$, $K=5$, $a_0=b_0=0.1$) with a
+#   horizon $\ge10^5$.
 
-# %% tags=["hide-input"]
-rep.check_claims()
+# %%
+A13_DIGITS = 3  # printed decimals of the spec's odds/log² t
+A13_RTOL_MAX = 1e-8  # solver tolerance for which the solver's error is far below half a unit
+claims.check("A4", n_wrong_laws, 0, atol=0, source="reconstruction",
+             what="sympy: dominant-balance limits and integrals differ from the laws")
+for (name, r), fit in fits.items():
+    claims.check("A4", fit.u_slope, fit.u_slope_law, atol=growth.ov_slope_tolerance(fit),
+                 domain=growth.ov_slope_domain(fit), measured_from=cfg.fit_from,
+                 what=f"{name}, r={r:g}: du/dlog t over the fit window", source="reconstruction")
+caco_run = claims.domain(("CACO among the parametrizations", "CACO" in cfg.parametrizations,
+                          f"{cfg.parametrizations}"))
+for fit in (caco_small, caco_large):
+    claims.check("A5", fit.odds_slope, fit.odds_slope_law, rtol=growth.odds_slope_tolerance(fit.lr_ratio, cfg.fit_from),
+                 domain=caco_run & growth.odds_slope_domain(fit), measured_from=cfg.fit_from,
+                 what=f"CACO, r={fit.lr_ratio:g}: d(odds)/d(log² t) vs (r/2)·d(u_law²)/d(log² t)",
+                 source="paper + reconstruction")
+claims.check("A5", odds_ratio, r_large / r_small,  # within the sum of the two slopes' relative errors
+             rtol=growth.odds_slope_tolerance(r_small, cfg.fit_from)
+             + growth.odds_slope_tolerance(r_large, cfg.fit_from),
+             domain=caco_run & claims.domain(("two distinct ratios", r_large > r_small, f"r ∈ {cfg.lr_ratios}"))
+             & growth.odds_slope_domain(caco_small) & growth.odds_slope_domain(caco_large),
+             measured_from=cfg.fit_from, what="CACO: ratio of the odds slopes vs ratio of the learning-rate ratios",
+             source="paper + reconstruction")
+for (name, r), fit in fits.items():
+    claims.check("A5", fit.odds_over_law_in_a.tolist(), predicate=growth.rises_towards_one,
+                 tolerance="increasing towards 1 over the window", domain=growth.large_b_domain(fit),
+                 measured_from=cfg.fit_from, what=f"{name}, r={r:g}: odds / law in (a, b)", source="reconstruction")
+for r in (1.0, 10.0):  # the spec's two ratios
+    claims.check("A13", growth.odds_per_log2(runs.get(("CACO", r)), A13_T), targets.REDUCED[(r, "CACO")].odds_l2_end,
+                 atol=targets.half_unit(A13_DIGITS), what=f"CACO odds/log² t at t = 1e5, r={r:g}",
+                 source="reconstruction",
+                 domain=claims.domain(
+                     ("spec §8.1 system: n = 9, K = 5, a0 = b0 = 0.1",
+                      targets.is_reduced_config(cfg.n_compete, cfg.n_classes, cfg.a0, cfg.b0),
+                      f"n = {cfg.n_compete}, K = {cfg.n_classes}, a0 = {cfg.a0:g}, b0 = {cfg.b0:g}"),
+                     ("CACO run with this r", ("CACO", r) in runs, f"r ∈ {cfg.lr_ratios}"),
+                     (f"horizon ≥ {A13_T:g}", cfg.horizon >= A13_T, f"horizon = {cfg.horizon:g}"),
+                     (f"rtol ≤ {A13_RTOL_MAX:g}", cfg.rtol <= A13_RTOL_MAX, f"rtol = {cfg.rtol:g}")))
 claims.finish()

@@ -58,24 +58,24 @@ cfg = params.validate(globals(), LEMMA1_RESCALING)
 # %%
 import sympy as sp
 
-from attnflow import display, exercises, plotting, seeding
-from attnflow.sharpening.reports.lemma1_rescaling import lemma1_report
+from attnflow import device, display, exercises, flow, plotting, seeding
+from attnflow.sharpening import figures, rescaling, symbolic
 
 seeding.seed_everything(cfg.seed)
 plotting.use_style()
-rep = lemma1_report(cfg)   # sympy identities, autograd at t = 0, the three flows, the scalar example
-glued = rep.glue()
 
 # %% [markdown]
 # ## 1. Symbolic derivation
 #
 # Write $\partial L/\partial q = k\,L'(qk)$ and $\partial L/\partial k = q\,L'(qk)$ (chain rule
-# through $b=qk$). Sympy differentiates $b=qk$ and $q^2-k^2$ along the factor flow:
+# through $b=qk$). Sympy differentiates $b=qk$ and $q^2-k^2$ along the factor flow
+# (`symbolic.lemma1_scalar`):
 
 # %%
-display.equation("eq_b_dot", sp.factor(rep.scalar.b_dot), lhs=r"\dot b")
-display.equation("eq_imbalance_dot", rep.scalar.imbalance_dot, lhs=r"\tfrac{d}{dt}(q^2-k^2)")
-display.equation("eq_rate_identity", rep.scalar.rate_identity, lhs=r"(q^2+k^2)-\sqrt{4(qk)^2+(q^2-k^2)^2}")
+scalar = symbolic.lemma1_scalar()  # b = qk under q̇ = −η k L'(qk), k̇ = −η q L'(qk)
+display.equation("eq_b_dot", sp.factor(scalar.b_dot), lhs=r"\dot b")
+display.equation("eq_imbalance_dot", scalar.imbalance_dot, lhs=r"\tfrac{d}{dt}(q^2-k^2)")
+display.equation("eq_rate_identity", scalar.rate_identity, lhs=r"(q^2+k^2)-\sqrt{4(qk)^2+(q^2-k^2)^2}")
 
 # %% [markdown]
 # So $\dot b=-\eta\,(q^2+k^2)\,L'(b)$, the imbalance $\delta=q^2-k^2$ is constant, and
@@ -85,52 +85,95 @@ display.equation("eq_rate_identity", rep.scalar.rate_identity, lhs=r"(q^2+k^2)-\
 #
 # For matrices the same computation is done entrywise with fully symbolic
 # $2\times2$ factors and a symbolic gradient $G$ (any loss gives
-# $\nabla_{W_Q}L=GW_K$, $\nabla_{W_K}L=G^\top W_Q$). The residuals of items 1 and 2 simplify to
-# the zero matrix:
+# $\nabla_{W_Q}L=GW_K$, $\nabla_{W_K}L=G^\top W_Q$; `symbolic.lemma1_matrix`). The residuals of
+# items 1 and 2 simplify to the zero matrix:
 
 # %%
-display.equation("eq_matrix_residual", rep.matrix.residual, lhs=r"\dot W_{QK}+\eta\,(W_QW_Q^\top G+G\,W_KW_K^\top)")
-display.equation("eq_balancedness", rep.matrix.balancedness_dot, lhs=r"\tfrac{d}{dt}(W_Q^\top W_Q-W_K^\top W_K)")
+matrix = symbolic.lemma1_matrix(d=2, d_h=2)  # W_Q, W_K with entries q_ij, k_ij; G with entries g_ij
+display.equation("eq_matrix_residual", matrix.residual, lhs=r"\dot W_{QK}+\eta\,(W_QW_Q^\top G+G\,W_KW_K^\top)")
+display.equation("eq_balancedness", matrix.balancedness_dot, lhs=r"\tfrac{d}{dt}(W_Q^\top W_Q-W_K^\top W_K)")
+n_nonzero_symbolic = symbolic.count_nonzero(scalar.imbalance_dot, scalar.rate_identity,
+                                            matrix.residual, matrix.balancedness_dot)
+print(f"residuals that do not simplify to 0: {n_nonzero_symbolic}")
 
 # %% [markdown]
 # ## 2. Autograd on random matrices
 #
 # Item 3 involves matrix square roots, which sympy cannot simplify in general; we check it,
 # together with item 2, against autograd. The loss is a generic query–key loss (a query points
-# at one of $T$ keys through $\mathrm{softmax}_i(x_q^\top W_{QK}x_{k,i})$), because the lemma
-# holds for any loss of $W_{QK}$. The balanced initial factors are $W_Q=USV^\top$,
-# $W_K=U'SV^\top$ with orthonormal $U,U'$.
-#
+# at one of $T$ keys through $\mathrm{softmax}_i(x_q^\top W_{QK}x_{k,i})$, `rescaling.PointerTask`),
+# because the lemma holds for any loss of $W_{QK}$. The balanced initial factors are
+# $W_Q=USV^\top$, $W_K=U'SV^\top$ with orthonormal $U,U'$ (`rescaling.balanced_factors`).
+# `rescaling.autograd_rate` differentiates the loss with respect to the factors and returns
+# $\dot W_{QK}=\dot W_QW_K^\top+W_Q\dot W_K^\top$ together with $G=\nabla_{W_{QK}}L$;
+# `rescaling.lemma_rate` evaluates the right-hand sides of items 2 and 3 at the same state.
+
+# %%
+task = rescaling.PointerTask.sample(cfg.d, cfg.n_keys, cfg.n_samples, cfg.seed)   # x_q (B, d), x_k (B, T, d)
+W_q0, W_k0 = rescaling.balanced_factors(cfg.d, cfg.d_h, cfg.init_scale, cfg.seed)  # (d, d_h) each
+W_dot, G = rescaling.autograd_rate(task, W_q0, W_k0, cfg.lr_qk)  # (d, d): dW_QK/dt from the factors, ∇_W L
+forms = rescaling.lemma_rate(W_q0, W_k0, G, cfg.lr_qk)  # {"factor_form": item 2, "balanced_form": item 3}
+err_item2 = rescaling.relative_deviation(W_dot, forms["factor_form"])  # relative to max |Ẇ_QK|
+err_item3 = rescaling.relative_deviation(W_dot, forms["balanced_form"])
+imbalance0 = rescaling.relative_imbalance(W_q0, W_k0)  # ‖W_QᵀW_Q − W_KᵀW_K‖ / ‖W_QᵀW_Q‖ at t = 0
+display.glue(err_item2=err_item2, err_item3=err_item3, imbalance0=imbalance0)
+display.table([{"item 2 vs autograd": err_item2, "item 3 vs autograd": err_item3, "imbalance at t = 0": imbalance0}])
+
+# %% [markdown]
 # Both forms agree with autograd to {glue:text}`err_item2:.1e` and
 # {glue:text}`err_item3:.1e` (relative to the largest entry of $\dot W_{QK}$): float64
 # round-off.
 #
 # **Exercise.** Compute the rate of item 2, $\dot W_{QK}=-\eta_{QK}(W_QW_Q^\top G+G\,W_KW_K^\top)$,
-# from the initial factors `rep.W_q0`, `rep.W_k0` (torch tensors, $d\times d_h$), the gradient
-# `rep.G` $=\nabla_{W_{QK}}L$ and `cfg.lr_qk`, and call it `rate_mine`. It is checked against
-# the autograd rate `rep.W_dot` of the factor flow.
+# from the initial factors `W_q0`, `W_k0` (torch tensors, $d\times d_h$), the gradient
+# `G` $=\nabla_{W_{QK}}L$ and `cfg.lr_qk`, and call it `rate_mine`. It is checked against
+# the autograd rate `W_dot` of the factor flow.
 
 # %% tags=["exercise"]
 ### BEGIN SOLUTION
-rate_mine = -cfg.lr_qk * (rep.W_q0 @ rep.W_q0.T @ rep.G + rep.G @ rep.W_k0 @ rep.W_k0.T)
+rate_mine = -cfg.lr_qk * (W_q0 @ W_q0.T @ G + G @ W_k0 @ W_k0.T)
 ### END SOLUTION
 
 # %% tags=["exercise-check"]
-exercises.check("rate_mine", rate_mine, expected=rep.W_dot.numpy(), rtol=1e-10, atol=1e-14,
+exercises.check("rate_mine", rate_mine, expected=W_dot.numpy(), rtol=1e-10, atol=1e-14,
                 hint="matrix products with @; W_Q W_Qᵀ multiplies G from the left, W_K W_Kᵀ from the right")
 
 # %% [markdown]
 # ## 3. Integrating the flows
 #
 # Three trajectories from the same $W_{QK}(0)=W_Q(0)W_K(0)^\top$, each integrated in float64
-# with LSODA at relative tolerance {glue:text}`rtol_used:.0e`:
+# with LSODA at relative tolerance {glue:text}`rtol_used:.0e` (`rescaling.compare_flows`):
 #
 # - **factorized**: gradient flow on $(W_Q,W_K)$, reported as $W_QW_K^\top$;
 # - **rescaled collapsed**: the collapsed ODE of item 3, with the state-dependent rate;
 # - **plain collapsed**: gradient flow on $W_{QK}$ at the same $\eta_{QK}$, for contrast.
+#
+# Before integrating, the state at $t=0$ forecasts how far apart the plain collapsed flow should
+# end up: to first order, $t_{\max}\,\|\dot W_{\text{rescaled}}(0)-\dot W_{\text{plain}}(0)\|/\|W(0)\|$
+# (`rescaling.predicted_separation`). The scalar example integrates the $(q,k)$ flow of
+# $L=-\log p(b)$ from $b_0=0.1$ for each imbalance $\delta$ next to the rescaled ODE
+# $\dot b=-\eta\sqrt{4b^2+\delta^2}\,L'(b)$ (`rescaling.scalar_flows`).
 
 # %%
-fig, = rep.figures()
+separation_predicted = rescaling.predicted_separation(W_q0, W_k0, G, cfg.lr_qk, cfg.t_max)  # from the state at t = 0
+with device.single_threaded():  # tiny matrices: one thread is the fastest
+    flows = rescaling.compare_flows(task, W_q0, W_k0, cfg.lr_qk, cfg.t_max, cfg.n_times, rtol=cfg.rtol)
+    scalar_runs = {delta: rescaling.scalar_flows(delta, cfg.lr_qk, cfg.t_max, cfg.n_times, rtol=cfg.rtol)
+                   for delta in cfg.imbalances}
+dev_rescaled = rescaling.relative_deviation(flows.W_factorized, flows.W_rescaled)  # whole trajectory (n_times, d, d)
+dev_collapsed = rescaling.relative_deviation(flows.W_factorized, flows.W_collapsed)
+balance_drift = flows.balancedness.max()  # ‖W_QᵀW_Q − W_KᵀW_K − (same at t = 0)‖_F along the factor flow
+dev_scalar = rescaling.max_deviation(scalar_runs, "b_factorized", "b_rescaled")  # max over δ and t
+drift_scalar = rescaling.max_deviation(scalar_runs, "imbalance_drift")  # |q² − k² − δ|, max over δ and t
+display.glue(dev_rescaled=dev_rescaled, dev_collapsed=dev_collapsed, balance_drift=balance_drift,
+             dev_scalar=dev_scalar, separation_predicted=separation_predicted, rtol_used=cfg.rtol)
+fig = figures.factorized_vs_rescaled(flows, scalar_runs)
+display.table([{"measure": "factorized vs rescaled collapsed (relative)", "value": dev_rescaled},
+               {"measure": "factorized vs plain collapsed (relative)", "value": dev_collapsed},
+               {"measure": "first-order forecast of it from t = 0", "value": separation_predicted},
+               {"measure": "drift of W_QᵀW_Q − W_KᵀW_K (Frobenius)", "value": balance_drift},
+               {"measure": "scalar: max |qk − b_rescaled| over δ", "value": dev_scalar},
+               {"measure": "scalar: max drift of δ = q² − k²", "value": drift_scalar}])
 
 # %% [markdown]
 # The factorized trajectory and the rescaled collapsed ODE coincide to
@@ -146,18 +189,46 @@ fig, = rep.figures()
 #
 # Tolerances. Symbolic identities must simplify to *exactly* zero. Autograd comparisons are
 # float64 evaluations of the same quantity in different orders, so they agree to round-off
-# ($10^{-12}$ relative leaves room for the eigendecomposition in the matrix square root); item 3
-# needs balanced factors at $t=0$ (checked: relative imbalance {glue:text}`imbalance0:.0e`).
-# Trajectory comparisons compare two independent adaptive solutions at relative tolerance
-# `rtol`; their global error grows at most like the loss-Lipschitz constant times the horizon,
-# so we allow $10^3\times$`rtol` $=$ {glue:text}`tol_traj:.0e`. They are outside their domain
-# when that tolerance exceeds $10^{-4}$ (a loose solver shows nothing).
-# The plain collapsed flow must differ by more than $10^{-2}$; this is predicted when the
-# first-order separation of the two flows, $t_{\max}\,\|\dot W_{\text{rescaled}}(0)-\dot
-# W_{\text{plain}}(0)\|/\|W(0)\|$ = {glue:text}`separation_predicted:.2f`, is at least 0.1
-# (a short horizon, or singular values near $1/\sqrt2$ where the two rates almost coincide,
+# ($10^{-12}$ relative, `ROUNDOFF`, leaves room for the eigendecomposition in the matrix square
+# root); item 3 needs balanced factors at $t=0$ (relative imbalance {glue:text}`imbalance0:.0e`,
+# at most `ROUNDOFF`). Trajectory comparisons compare two independent adaptive solutions at
+# relative tolerance `rtol`; their global error grows at most like the loss-Lipschitz constant
+# times the horizon, so we allow $10^3\times$`rtol` $=$ {glue:text}`tol_traj:.0e`
+# (`flow.agreement_tolerance`). They are outside their domain when that tolerance exceeds
+# $10^{-4}$ (a loose solver shows nothing; `flow.agreement_domain`).
+# The plain collapsed flow must differ by more than $10^{-2}$ (`rescaling.separated`); this is
+# predicted when the first-order separation forecast from the state at $t=0$ is at least
+# `SEPARATION_MIN` $=0.1$, ten times the threshold (here {glue:text}`separation_predicted:.2f`;
+# a short horizon, or factors with singular values near $1/\sqrt2$ where the two rates almost coincide,
 # leave the flows together).
 
-# %% tags=["hide-input"]
-rep.check_claims()
+# %%
+ROUNDOFF = 1e-12      # float64 evaluations of one quantity in two orders (eigh in the square root)
+SEPARATION_MIN = 0.1  # forecast separation at which "the plain flow differs by > 0.01" is predicted
+tol_traj = flow.agreement_tolerance(cfg.rtol)  # 10³ · rtol
+display.glue(tol_traj=tol_traj)
+initial_state = claims.state("initial factors W_Q(0), W_K(0) and G(0)", t=0.0)
+balanced = claims.domain((f"factors balanced at t = 0 (relative imbalance ≤ {ROUNDOFF:g})", imbalance0 <= ROUNDOFF,
+                          f"imbalance {imbalance0:.2g}"), reads=initial_state)
+separating = claims.domain((f"predicted first-order separation t_max‖ΔẆ(0)‖/‖W(0)‖ ≥ {SEPARATION_MIN:g}",
+                            separation_predicted >= SEPARATION_MIN, f"{separation_predicted:.3g}"), reads=initial_state)
+trajectories = flow.agreement_domain(cfg.rtol)
+
+claims.check("A2", n_nonzero_symbolic, 0, atol=0, source="prior work",
+             what="sympy: nonzero residuals of items 1–2 and the scalar identities")
+claims.check("A2", err_item2, 0.0, atol=ROUNDOFF, source="prior work", what="autograd vs item 2, relative max error")
+claims.check("A2", err_item3, 0.0, atol=ROUNDOFF, source="prior work", domain=balanced, measured_from=0.0,
+             what="autograd vs item 3 (balanced), relative max error")
+claims.check("A2", dev_rescaled, 0.0, atol=tol_traj, source="prior work", domain=trajectories & balanced,
+             measured_from=0.0, what="factorized flow vs rescaled collapsed flow, relative max deviation")
+claims.check("A2", balance_drift, 0.0, atol=tol_traj, source="prior work", domain=trajectories,
+             what="max drift of ‖W_QᵀW_Q − W_KᵀW_K‖_F along the factor flow")
+claims.check("A2", dev_scalar, 0.0, atol=tol_traj, source="prior work", domain=trajectories,
+             what="scalar: max |qk − b_rescaled| over δ")
+claims.check("A2", drift_scalar, 0.0, atol=tol_traj, source="prior work", domain=trajectories,
+             what="scalar: max drift of δ = q² − k²")
+claims.check("A2", dev_collapsed, predicate=rescaling.separated,  # measured > rescaling.SEPARATION_THRESHOLD = 0.01
+             tolerance="> 0.01 (the rescaling changes the trajectory)",
+             source="reconstruction", domain=trajectories & separating, measured_from=0.0,
+             what="plain collapsed flow vs factorized flow, relative max deviation")
 claims.finish()

@@ -66,8 +66,8 @@ from attnflow.sharpening.contracts import RATIO_SWEEP
 cfg = params.validate(globals(), RATIO_SWEEP)
 
 # %%
-from attnflow import plotting, seeding
-from attnflow.sharpening.reports import ratio_sweep
+from attnflow import display, plotting, seeding
+from attnflow.sharpening import data, experiments, figures
 
 seeding.seed_everything(cfg.seeds[0])
 plotting.use_style()
@@ -90,13 +90,73 @@ plotting.use_style()
 # are measured on {glue:text}`n_test` held-out sequences per seed.
 
 # %%
-rep = ratio_sweep.measure(cfg)
-print("\n".join(rep.runs.values()))
-glued = rep.glue()       # every number cited in the prose (and on the errata page)
-figs = rep.figures()     # one figure per optimizer
+task = data.Task(cfg.n_classes, cfg.n_common, cfg.seq_len)
+ratios = sorted(cfg.lr_ratios)                                  # r = 1 first, r_max last
+levels = sorted(cfg.checkpoint_losses, reverse=True) + [cfg.target_loss]  # high loss first, L* last
+lr_ov = {"adamw": cfg.lr_adamw, "sgd": cfg.lr_sgd, "gd": cfg.lr_gd}  # η_OV; η_QK = r η_OV
+settings = {
+    "adamw": {"batch_size": cfg.batch_size, "weight_decay": cfg.weight_decay, "eval_every": cfg.eval_every},
+    "sgd": {"batch_size": cfg.batch_size, "momentum": cfg.momentum, "eval_every": cfg.eval_every},
+    "gd": {"batch_size": None, "eval_every": 1},                 # full batch, loss checked every step
+}
+exps = {
+    opt: experiments.run(
+        experiments.grid([cfg.parametrization], ratios, cfg.seeds, [lr_ov[opt]], [cfg.init_scale]),
+        task, optimizer=opt, n_train=cfg.n_train, n_test=cfg.n_test, steps=cfg.max_steps,
+        target_loss=cfg.target_loss, checkpoints=cfg.checkpoint_losses, attend_self=cfg.attend_self,
+        record_every=100, device=cfg.device, seed=cfg.seeds[0], **settings[opt],
+    )
+    for opt in cfg.optimizers
+}
+for opt, exp in exps.items():
+    print(f"{opt}: {exp.describe()}")
+display.glue(
+    n_seeds=len(cfg.seeds), init_scale=cfg.init_scale, lr_adamw=cfg.lr_adamw, lr_sgd=cfg.lr_sgd,
+    weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, momentum=cfg.momentum, eval_every=cfg.eval_every,
+    target_loss=cfg.target_loss, n_test=cfg.n_test, tau_attn=cfg.tau_attn,
+)
+
+# %% [markdown]
+# Each model is then evaluated on the held-out sequences at every loss level — the attention
+# mass on the distinct token, AC and ACMC at $(\tau_a,\tau_c)$, AOPC sufficiency and
+# comprehensiveness over rationale sizes of {glue:text}`k_text` of the context, and accuracy —
+# and the metrics are arranged as (ratio × seed) arrays: the models of one seed share their
+# data and initial weights, so the change from $r=1$ to $r_{\max}$ is a paired difference.
+# One figure per optimizer shows the six metrics over $r$ at every loss level; the table below
+# lists their seed means.
 
 # %%
-rep.table()
+results = {
+    (opt, level): experiments.evaluate_by_ratio(
+        exps[opt], ratios, level=level, tau_attn=cfg.tau_attn, tau_conf=cfg.tau_conf, k_percents=cfg.k_percents
+    )
+    for opt in exps
+    for level in levels
+}
+first = results[(cfg.optimizers[0], cfg.target_loss)]  # the first optimizer at L*, quoted in the text
+dcomp = [lv.mean_change("comprehensiveness") for lv in results.values()]  # r = 1 → r_max, every run
+display.glue(
+    r_max=ratios[-1], level_hi=levels[0], k_text=", ".join(f"{k:g}%" for k in cfg.k_percents),
+    suff_r1=first.seed_mean("sufficiency")[0], suff_rmax=first.seed_mean("sufficiency")[-1],
+    comp_r1=first.seed_mean("comprehensiveness")[0], comp_rmax=first.seed_mean("comprehensiveness")[-1],
+    dcomp_min=min(dcomp), dcomp_max=max(dcomp),
+    top1_min=min(lv["top1_relevant"].min() for lv in results.values()),  # top-attention token = distinct
+)
+display.glue(  # cited on the errata page (NaN where that optimizer did not run)
+    ac_adamw_r1=experiments.mean_at(results, ("adamw", cfg.target_loss), "ac", 0),
+    ac_sgd_hi_r1=experiments.mean_at(results, ("sgd", levels[0]), "ac", 0),
+    ac_sgd_hi_rmax=experiments.mean_at(results, ("sgd", levels[0]), "ac", -1),
+)
+for opt in exps:
+    figures.metrics_over_ratio(
+        results, opt,
+        title=f"{cfg.parametrization}, {opt} (η_OV = {lr_ov[opt]:g}, init σ = {cfg.init_scale:g}/√d): mean and "
+        f"min–max over {len(cfg.seeds)} seeds; τ_a = {cfg.tau_attn:g}, τ_c = {cfg.tau_conf:g}; "
+        "arrows: ERASER's better direction",
+    )
+
+# %%
+display.table(experiments.rows_by_ratio(results, keys=("optimizer", "L*")), floatfmt="{:.3f}")
 
 # %% [markdown]
 # ## 2. Reading the sweep
@@ -131,24 +191,73 @@ rep.table()
 # checked on the **mean over seeds with its 95% Student-t interval** (`claims.check_mean`) and
 # need at least 3 seeds (else: outside domain).
 #
-# - *A6*: the paired change of the attention mass from $r=1$ to $r_{\max}$ is positive in every
-#   seed (a sign claim on paired seeds: the statistic is the fraction of seeds, and it must be
-#   all of them), and the seed-mean never decreases with $r$ by more than $10^{-3}$ (float32
-#   attention saturates near 1 at large $r$, where neighbouring ratios tie).
+# - *A6*: the paired change of the attention mass from $r=1$ to $r_{\max}$ is positive in most
+#   seeds (a sign claim on paired seeds, `claims.check_share`: the one-sided 95% Wilson lower
+#   bound of the share of seeds above ½, which on 3 seeds needs all three), and the seed-mean
+#   never decreases with $r$ by more than $10^{-3}$ (float32 attention saturates near 1 at large $r$, where
+#   neighbouring ratios tie).
 # - *A6, AC*: the paired change of AC at $\tau_a$ from $r=1$ to $r_{\max}$ is never negative, and
-#   positive in every seed where AC can still rise, $\mathrm{AC}(1)<1-0.02$ (0.02 is twenty
-#   sequences of a 1000-sequence test set). Its domain needs such a seed: where every seed has
-#   $\mathrm{AC}(1)=1$, "AC does not fall" could not fail, so saturated levels are listed as
-#   outside domain.
+#   positive in every seed where AC can still rise, $\mathrm{AC}(1)<1-0.02$ (`AC_MARGIN` below:
+#   0.02 is twenty sequences of a 1000-sequence test set). Its domain
+#   needs such a seed: where every seed has $\mathrm{AC}(1)=1$, "AC does not fall" could hardly
+#   fail, so saturated levels are listed as outside domain. This condition reads the $r=1$
+#   models at the same loss level — the baseline of the comparison — and the ledger records it
+#   as that state, not as a parameter.
 # - *A6, decoupling*: test accuracy at every $r$ is within 0.02 of its value at $r=1$ (two
-#   binomial standard errors of an accuracy near 0.9 on {glue:text}`n_test` sequences).
-# - *A11, measured direction*: $|\text{sufficiency}|$ is smaller at $r_{\max}$ than at $r=1$
-#   (the top-attention rationale reproduces the prediction better) — the opposite of ERASER's
-#   "lower is better", recorded on the errata page.
-# - *A11, why comprehensiveness cannot improve*: at every $r$ the top-attention token is the
-#   distinct token in at least 99% of the held-out sequences (one sequence in a hundred is
-#   the resolution we ask of a 1000-sequence test set).
+#   binomial standard errors of an accuracy near 0.9 on {glue:text}`n_test` sequences); with a
+#   single $r$ there is nothing to compare, so that is outside its domain.
+# - *A11, the paper's direction*: the paired change of AOPC sufficiency from $r=1$ to $r_{\max}$
+#   has its seed interval below 0 and that of comprehensiveness above 0 (ERASER's better
+#   directions). On this task sufficiency moves the other way and comprehensiveness follows the
+#   loss level (the top-attention token is the distinct token in at least a fraction
+#   {glue:text}`top1_min:.3f` of the held-out sequences at every $r$, so deleting it removes all
+#   class evidence): a change not on the paper's side is recorded as a finding against A11 on
+#   the {ref}`errata page <errata-sharpening-aopc>`, not as a pass.
 
-# %% tags=["hide-input"]
-rep.check_claims()
+# %%
+import numpy as np
+from attnflow import stats
+
+AC_MARGIN = 0.02  # room below 1 that AC(1) must leave for a rise of AC to be measurable
+two = ("at least two ratios r", len(ratios) >= 2, f"r = {ratios}")
+seeds = stats.enough_seeds(len(cfg.seeds))
+for (opt, level), res in results.items():
+    claims.check_share(
+        "A6", res.change("attn_relevant") > 0, above=0.5, source="paper", domain=claims.domain(two),
+        what=f"{opt}, L* = {level:g}: attention mass at r_max minus at r = 1 > 0 in most seeds "
+        f"(per seed {np.round(res.change('attn_relevant'), 4).tolist()})",
+    )
+    claims.check(
+        "A6", res.seed_mean("attn_relevant").tolist(), predicate=experiments.non_decreasing(1e-3),
+        tolerance="non-decreasing in r (−1e-3 float32 slack)", source="paper", domain=claims.domain(two),
+        what=f"{opt}, L* = {level:g}: seed-mean attention mass over r",
+    )
+    claims.check(
+        "A6", [res.change("ac").tolist(), res.has_room("ac", AC_MARGIN).tolist()],
+        predicate=experiments.rises_where_free,
+        tolerance=f"AC(r_max) − AC(1) ≥ 0 in every seed and > 0 in every seed with AC(1) < 1 − {AC_MARGIN:g}",
+        what=f"{opt}, L* = {level:g}: AC(τ_a = {cfg.tau_attn:g}) at r_max minus at r = 1 per seed, "
+        "and which seeds have room to rise",
+        source="paper",
+        domain=claims.domain(two, seeds, (
+            f"AC(r = 1) < 1 − {AC_MARGIN:g} in some seed (AC not saturated)",
+            res.has_room("ac", AC_MARGIN).any(),
+            f"AC(1) per seed = {np.round(res['ac'][0], 4).tolist()}",
+            claims.state("AC of the r = 1 models at this loss level, the baseline of the comparison"),
+        )),
+    )
+    claims.check(
+        "A6", res.largest_change_of_mean("accuracy"), 0.0, atol=0.02, source="paper", domain=claims.domain(two),
+        what=f"{opt}, L* = {level:g}: largest change of test accuracy over r",
+    )
+    claims.check_mean(
+        "A11", res.change("sufficiency"), below=0.0, source="paper", errata="errata-sharpening-aopc",
+        what=f"{opt}, L* = {level:g}: AOPC sufficiency at r_max minus at r = 1 (below 0: lower is better)",
+        domain=claims.domain(two),
+    )
+    claims.check_mean(
+        "A11", res.change("comprehensiveness"), above=0.0, source="paper", errata="errata-sharpening-aopc",
+        what=f"{opt}, L* = {level:g}: AOPC comprehensiveness at r_max minus at r = 1 (above 0: higher is better)",
+        domain=claims.domain(two),
+    )
 claims.finish()

@@ -23,7 +23,8 @@
 # ```{prf:observation} Faster query-key learning on SQuAD
 # :label: obs-real-squad
 #
-# **[paper]** {cite:p}`vashisht26a`: on SQuAD, AC rises from ~{glue:text}`paper_ac_r1:.0%` to ~{glue:text}`paper_ac_fast:.0%` with faster QK
+# **[paper]** {cite:p}`vashisht26a`: on SQuAD, AC rises from ~{glue:text}`paper_ac_r1:.0%` to
+# ~{glue:text}`paper_ac_fast:.0%` with faster QK
 # learning, with stable or slightly better accuracy (claim A9); sufficiency and
 # comprehensiveness of the top-attention tokens improve (A11, direction assumed by the spec).
 # **[prior work]**: the dataset {cite:p}`rajpurkar2016squad`; sufficiency and comprehensiveness
@@ -85,7 +86,8 @@ ds = data.load("squad", source=cfg.source)        # prints the source it used
 # - 4.4k items from 86 articles instead of 98k questions about 536 articles.
 #
 # Passages longer than `max_len` are cut and the items whose answer is cut away are dropped.
-# AC sizes on this set are not comparable with the paper's {glue:text}`paper_ac_r1:.0%` → {glue:text}`paper_ac_fast:.0%`; only directions are.
+# AC sizes on this set are not comparable with the paper's {glue:text}`paper_ac_r1:.0%` →
+# {glue:text}`paper_ac_fast:.0%`; only directions are.
 
 # %%
 realreport.data_table(ds)
@@ -140,7 +142,8 @@ fig = realreport.plot_dtap(ex)
 #
 # ```{admonition} What the book defaults show on the stand-in
 # :class: warning
-# The paper's AC rise on SQuAD (~{glue:text}`paper_ac_r1:.0%` → ~{glue:text}`paper_ac_fast:.0%`, claim A9) does not appear: AC is near zero at every
+# The paper's AC rise on SQuAD (~{glue:text}`paper_ac_r1:.0%` → ~{glue:text}`paper_ac_fast:.0%`, claim A9) does not
+# appear: AC is near zero at every
 # $r$ (paired per-seed changes {glue:text}`dac_adamw` with AdamW and {glue:text}`dac_sgd` with
 # SGD), at every threshold of the sweep. Nor do sufficiency and comprehensiveness improve
 # together (A11): with AdamW they barely move (sufficiency {glue:text}`suff_adamw_r1:.3f` →
@@ -149,8 +152,8 @@ fig = realreport.plot_dtap(ex)
 # ({glue:text}`comp_sgd_r1:.3f` → {glue:text}`comp_sgd_rmax:.3f`) but sufficiency does not fall
 # in every seed. Both depend on the stand-in (cloze questions without shared words) and on the
 # position-free model, unlike the paper's setting. The verdicts are not written here: the
-# checks below decide each one from the seed interval, and the claims ledger links every
-# statement that the interval does not support to the
+# checks below decide each one from the seed interval, and the claims ledger marks every statement
+# that the interval does not support as contradicted or inconclusive, linked to the
 # {ref}`errata entry <errata-sharpening-real-data>` that holds the evidence.
 # ```
 
@@ -178,10 +181,13 @@ fig = realreport.plot_dtap(ex)
 #   sufficiency $m(x)_j-m(r)_j$, lower is better; comprehensiveness $m(x)_j-m(x\setminus r)_j$,
 #   higher is better), the spec's reading of "improve" (Q4).
 #
-# No part is declared in advance as reproduced or not: every check carries the label of the
-# {ref}`errata entry <errata-sharpening-real-data>`. Where the interval supports the paper the
-# ledger says "pass"; where it does not, "≠ not reproduced" with the link to the evidence — not
-# hidden and not a build failure. A non-finite measurement fails the page.
+# No part is declared in advance as reproduced or not; every check carries the label of the
+# {ref}`errata entry <errata-sharpening-real-data>`. The interval gives one of three verdicts
+# (`real_data=True`): **reproduced** (✔, the whole interval on the paper's side),
+# **contradicted** (⨯, the whole interval on the other side) or **inconclusive** (◐, it
+# straddles the criterion; the ledger gives the number of seeds that would decide at the measured
+# spread). The last two are findings listed on the claims page, not build failures. A non-finite
+# measurement fails the page.
 
 # %% tags=["hide-input"]
 checked = realreport.check_claims(ex)   # claim, thresholds and errata label: realreport.PAGES

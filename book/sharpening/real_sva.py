@@ -156,7 +156,8 @@ fig = realreport.plot_dtap(ex)
 # {glue:text}`acmc_sgd_r1:.3f` to {glue:text}`acmc_sgd_rmax:.3f` (SGD). With SGD attention does
 # not sharpen in every seed (A6) and sufficiency and comprehensiveness do not improve in every
 # seed (A11). The verdicts are not written here: the checks below decide each one from the seed
-# interval, and the claims ledger links every statement that the interval does not support to
+# interval, and the claims ledger marks every statement that the interval does not support as
+# contradicted or inconclusive, linked to
 # the {ref}`errata entry <errata-sharpening-real-data>` that holds the evidence and the
 # differences between stand-in and paper setup.
 # ```
@@ -173,7 +174,8 @@ fig = realreport.plot_dtap(ex)
 #
 # - *A6, sharper attention*: the interval of the attention-entropy change lies below 0.
 # - *A10, AC and ACMC*: the interval of each change lies above +{glue:text}`rise:g` ($\tau_a=\tau_c=$
-#   {glue:text}`tau:g`). The paper gives no size on SVA ("similar gains" to SQuAD's {glue:text}`paper_ac_rise:.2f`); {glue:text}`rise:g`
+#   {glue:text}`tau:g`). The paper gives no size on SVA ("similar gains" to SQuAD's {glue:text}`paper_ac_rise:.2f`);
+#   {glue:text}`rise:g`
 #   — a sixth of the SQuAD rise, about twice the sampling error of a paired AC difference on a
 #   few hundred prefixes — is the smallest change counted as a gain. The threshold matters here
 #   (Q3): the check stays at the default threshold fixed in advance.
@@ -185,10 +187,13 @@ fig = realreport.plot_dtap(ex)
 #   sufficiency $m(x)_j-m(r)_j$, lower is better; comprehensiveness $m(x)_j-m(x\setminus r)_j$,
 #   higher is better), the spec's reading of "improve" (Q4).
 #
-# No part is declared in advance as reproduced or not: every check carries the label of the
-# {ref}`errata entry <errata-sharpening-real-data>`. Where the interval supports the paper the
-# ledger says "pass"; where it does not, "≠ not reproduced" with the link to the evidence — not
-# hidden and not a build failure. A non-finite measurement fails the page.
+# No part is declared in advance as reproduced or not; every check carries the label of the
+# {ref}`errata entry <errata-sharpening-real-data>`. The interval gives one of three verdicts
+# (`real_data=True`): **reproduced** (✔, the whole interval on the paper's side),
+# **contradicted** (⨯, the whole interval on the other side) or **inconclusive** (◐, it
+# straddles the criterion; the ledger gives the number of seeds that would decide at the measured
+# spread). The last two are findings listed on the claims page, not build failures. A non-finite
+# measurement fails the page.
 
 # %% tags=["hide-input"]
 checked = realreport.check_claims(ex)   # claim, thresholds and errata label: realreport.PAGES

@@ -27,7 +27,8 @@ experiments, page reports, schemas and spec targets.
 schema through the page's own validation cell): ``runner`` (``attnflow run``: resolve, pre-validate,
 execute, save), ``cli`` and ``cli_sweep``, ``cli_export`` (the ``attnflow`` command), ``parallel``
 (sweeps and book execution on Dask), ``atlas`` (where the claims hold, from random sweeps),
-``export`` (notebooks that open anywhere), ``sphinx_ext``, ``sphinx_cache``, ``sphinx_download``,
-``sphinx_runs`` (the book's Sphinx extensions).
+``export`` (notebooks that open anywhere). The book's Sphinx extensions are the separate package
+``attnflow_book`` (the ``book`` extra), which this package never imports.
 """
+
 __version__ = "0.1.0"

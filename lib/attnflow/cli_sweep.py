@@ -7,6 +7,7 @@ Exit 0 when every point ran with no failed claim, 1 when some point failed or cr
 recorded in the table), 2 for bad input (unknown page, a grid point the schema refuses, an
 unwritable output folder) before any work.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,26 +34,46 @@ def run(args) -> int:
     from attnflow import parallel, runner
 
     try:
-        if args.random is not None and args.random < 1:
-            raise runner.RunError(f"--random must be at least 1, received {args.random}")
-        if args.workers < 1:
-            raise runner.RunError(f"--workers must be at least 1, received {args.workers}")
+        if args.random is not None:
+            parallel.check_points(args.random, "--random")
+        parallel.check_workers(args.workers, "--workers")
+        parallel.check_environment()
+        if args.scheduler:
+            parallel.probe_scheduler(args.scheduler)
         key, _ = runner.resolve_page(args.page)
         profile = None if args.profile == "book" else args.profile
-        points = (parallel.draw_points(key, args.random, seed=args.seed, profile=profile) if args.random
-                  else parallel.grid_points(key, args.grid, profile=profile))
+        points = (
+            parallel.draw_points(key, args.random, seed=args.seed, profile=profile)
+            if args.random
+            else parallel.grid_points(key, args.grid, profile=profile)
+        )
         out = Path(args.output) if args.output else Path("sweeps") / key.replace("/", "__")
-        table = parallel.sweep(key, points, profile=profile, output=out, workers=args.workers,
-                               scheduler=args.scheduler, quiet=args.quiet)
+        table = parallel.sweep(
+            key, points, profile=profile, output=out, workers=args.workers, scheduler=args.scheduler, quiet=args.quiet
+        )
     except runner.RunError as e:
         print(f"attnflow sweep: error: {e}", file=sys.stderr)
         return 2
+    except parallel.SweepInterrupted as e:
+        print(f"attnflow sweep: {e}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
-        print("attnflow sweep: interrupted; finished points are kept, re-run the same command to resume", file=sys.stderr)
+        print(
+            "attnflow sweep: interrupted; finished points are kept, re-run the same command to resume", file=sys.stderr
+        )
         return 130
+    except OSError as e:  # a full disk or a folder gone while writing: what was finished is kept
+        print(
+            f"attnflow sweep: error: {e.strerror or e} ({getattr(e, 'filename', None) or 'the sweep folder'}); "
+            "finished points are kept, re-run the same command to resume",
+            file=sys.stderr,
+        )
+        return 1
     print(parallel.summarize(table))
     print(f"table: {out / 'sweep.parquet'}")
-    bad = table.drop_duplicates("key")["status"].isin(["failed", "error", "crashed"]).any() if not table.empty else False
+    bad = (
+        table.drop_duplicates("key")["status"].isin(["failed", "error", "crashed"]).any() if not table.empty else False
+    )
     return 1 if bad else 0
 
 

@@ -1,5 +1,6 @@
 """Device and precision selection (DESIGN.md, principle 7): CPU by default, CUDA when present,
 and the one CPU-thread policy of the book (``cpu_threads``)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +10,7 @@ from threadpoolctl import threadpool_limits
 
 __all__ = ["resolve", "THEORY_DTYPE", "EXPERIMENT_DTYPE", "describe", "cpu_threads", "single_threaded"]
 
-THEORY_DTYPE = torch.float64      # flows, closed forms, parity checks
+THEORY_DTYPE = torch.float64  # flows, closed forms, parity checks
 EXPERIMENT_DTYPE = torch.float32  # discrete training and sweeps
 DEVICES = ("auto", "cpu", "cuda")
 

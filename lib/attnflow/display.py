@@ -4,19 +4,25 @@
 a retyped copy) and glues it under ``name`` for ``{glue:math}`` in the text; ``number(name, x)``
 glues a value for ``{glue:text}`name`:.4f``` so prose never carries hand-typed numbers (a
 negative zero is glued as 0.0; a tiny negative value that a format rounds to "-0.0000" is
-unsigned by the book's Sphinx extension, ``attnflow.sphinx_ext``); ``table(rows)`` and
+unsigned by the book's Sphinx extension, ``attnflow_book.sphinx_ext``); ``table(rows)`` and
 ``sentence(mapping)`` show a result without printing a raw dict. ``equation`` and ``number``
 return their value in a form that is not echoed when a cell ends with the call.
+
+``text_values(cited)`` keeps a downloaded notebook's prose honest after a re-run: the export writes
+the book defaults' numbers into the markdown and puts, after each paragraph that quotes glued
+numbers, a hidden cell calling it with what the text says; when this run's values differ it shows
+them right there (and it updates itself when a quoted value is glued only further down).
 """
+
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
-import sympy as sp
 from IPython.display import Math, display
 
-__all__ = ["equation", "number", "table", "sentence", "unsigned_zero"]
+__all__ = ["equation", "number", "glue", "table", "sentence", "unsigned_zero", "text_values", "format_plain_text"]
 
 
 class _QuietStr(str):
@@ -56,6 +62,9 @@ def _quiet(value: Any) -> Any:
 # the same display message, so a change of the protocol in myst-nb fails a test, not a build.
 GLUE_PREFIX = "application/papermill.record/"
 
+_GLUED: dict[str, str] = {}  # name -> the text/plain of the value glued last in this kernel
+_WAITING: list[tuple[Any, dict[str, str]]] = []  # text_values outputs that quote values not glued yet
+
 
 def _glue(name: str, value: Any, display_it: bool) -> None:
     from IPython.core.formatters import format_display_data
@@ -64,11 +73,76 @@ def _glue(name: str, value: Any, display_it: bool) -> None:
     prefix = "" if display_it else GLUE_PREFIX
     metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
     display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+    _GLUED[name] = str(bundle.get("text/plain", ""))
+    for entry in list(_WAITING):
+        handle, cited = entry
+        if name in _cited_keys(cited):
+            handle.update(_text_markdown(cited))
+            if all(k in _GLUED for k in _cited_keys(cited)):
+                _WAITING.remove(entry)
+
+
+def format_plain_text(text: str, fmt_spec: str) -> str:
+    """myst-nb's formatting of ``{glue:text}`key:fmt``` (literal_eval of the glued text, then
+    ``format``), with a number that reads as zero unsigned as the book shows it."""
+    try:
+        value = ast.literal_eval(text)
+    except (SyntaxError, ValueError):
+        value = text
+    if fmt_spec == "":
+        return str(value)
+    t = fmt_spec[-1]
+    if t == "s":
+        value = str(value)
+    elif t in "bcdoxX":
+        value = int(value)
+    elif t in "eEfFgGn%":
+        value = float(value)
+    return unsigned_zero_text(format(value, fmt_spec))
+
+
+def _cited_keys(cited: dict[str, str]) -> list[str]:
+    return [ref.split(":", 1)[0] for ref in cited]
+
+
+def _text_markdown(cited: dict[str, str]):
+    from IPython.display import Markdown
+
+    changed = []
+    for ref, shown in cited.items():
+        key, _, fmt = ref.partition(":")
+        if key in _GLUED:
+            live = format_plain_text(_GLUED[key], fmt)
+            if live != shown:
+                changed.append(f"`{key}` = **{live}** (the text: {shown})")
+    if not changed:
+        return Markdown("")
+    return Markdown("*The text above quotes the book defaults' run; in this run:* " + "; ".join(changed) + ".")
+
+
+def text_values(cited: dict[str, str]) -> None:
+    """Compare the numbers a paragraph quotes with this run's glued values and show those that differ.
+
+    ``cited``: ``{"key:fmt": "what the text shows"}`` (the export writes this call after each
+    paragraph with ``{glue:text}`` numbers). Shows nothing when every value agrees; a value glued
+    further down the notebook updates this output when it is glued."""
+    waiting = any(k not in _GLUED for k in _cited_keys(cited))
+    markdown = _text_markdown(cited)
+    if not markdown.data and not waiting:
+        return
+    handle = display(markdown, display_id=True)
+    if waiting:
+        _WAITING.append((handle, dict(cited)))
 
 
 def equation(name: str, expr: Any, lhs: str | None = None, show: bool = True) -> str:
     """Display and glue the LaTeX of a sympy expression (or an already-built string)."""
-    tex = expr if isinstance(expr, str) else sp.latex(expr)
+    if isinstance(expr, str):
+        tex = expr
+    else:
+        import sympy as sp  # here, not at the top: pages that show no equation skip its ≈ 0.8 s import
+
+        tex = sp.latex(expr)
     if lhs:
         tex = f"{lhs} = {tex}"
     _glue(name, Math(tex), display_it=show)
@@ -84,6 +158,21 @@ def number(name: str, value: Any, show: bool = False) -> Any:
     return _quiet(value)
 
 
+def glue(**values: Any) -> None:
+    """Glue several named values for the prose at once: ``display.glue(t_cond=t_cond, T1=T1)``.
+
+    The names are the page's own variables, so a reader sees where each number in the text comes
+    from; numpy scalars are glued as Python numbers, -0.0 as 0.0. Shows nothing."""
+    for name, value in values.items():
+        if isinstance(value, (bool, int, float, str)) or hasattr(value, "item"):
+            number(name, value)
+        else:
+            raise TypeError(
+                f"display.glue: {name} is a {type(value).__name__}; glue numbers and strings "
+                "(a table or figure is shown, not glued)"
+            )
+
+
 def unsigned_zero(value: Any) -> Any:
     """-0.0 -> 0.0 (other values unchanged), so no glued number reads "-0"."""
     if isinstance(value, float) and value == 0.0:
@@ -95,7 +184,11 @@ def unsigned_zero_text(text: str) -> str:
     """A formatted number that reads as zero loses its sign: "-0.0000" -> "0.0000", "-0%" -> "0%",
     "-0.00e+00" -> "0.00e+00"; anything else ("-0.0001", "-1e-09", "x-0") is unchanged."""
     t = text.strip()
-    if t[:1] in ("-", "\u2212") and re.fullmatch(r"0*\.?0*(?:[eE][-+]?\d+)?%?", t[1:]) and "0" in t[1:].split("e")[0].split("E")[0]:
+    if (
+        t[:1] in ("-", "\u2212")
+        and re.fullmatch(r"0*\.?0*(?:[eE][-+]?\d+)?%?", t[1:])
+        and "0" in t[1:].split("e")[0].split("E")[0]
+    ):
         return text.replace(t, t[1:], 1)
     return text
 
@@ -117,6 +210,8 @@ def table(rows: list[dict[str, Any]], floatfmt: str = "{:.4g}"):
 
 def sentence(values: dict[str, Any], floatfmt: str = "{:.4g}") -> str:
     """``{"a": 1.0, "b": 2}`` -> ``"a = 1, b = 2"``: a result dict as one readable line."""
+
     def f(v):
         return _fmt_float(floatfmt, v) if isinstance(v, float) else str(v)
+
     return ", ".join(f"{k} = {f(v)}" for k, v in values.items())

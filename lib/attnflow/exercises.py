@@ -18,6 +18,7 @@ solution region by ``name = ...  # YOUR CODE HERE`` (one line per name assigned 
 so the check cell stops with :class:`NotYet` and its hint until the student fills it in;
 ``check`` raises :class:`NotYet` too for an answer that is present but wrong, naming by how much.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -35,8 +36,30 @@ class NotYet(AssertionError):
     """An exercise answer is missing or not yet right (raised by :func:`check`)."""
 
 
-def check(name: str, value: Any, expected: Any = None, *, rtol: float | None = None, atol: float | None = None,
-          predicate: Callable[[Any], bool] | None = None, hint: str = "") -> bool:
+class Correct:
+    """What :func:`check` returns for a right answer: true, and shown as nothing (the check has
+    already printed its line, so a notebook cell ending in the check shows no stray ``True``)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "Correct()"
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
+def check(
+    name: str,
+    value: Any,
+    expected: Any = None,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    predicate: Callable[[Any], bool] | None = None,
+    hint: str = "",
+) -> Correct:
     """Check an exercise answer; prints ``✔ exercise NAME`` or raises :class:`NotYet`."""
     more = f" Hint: {hint}" if hint else ""
     if value is Ellipsis or value is None:
@@ -47,7 +70,7 @@ def check(name: str, value: Any, expected: Any = None, *, rtol: float | None = N
     else:
         if rtol is None and atol is None:
             raise ValueError("exercises.check needs rtol/atol or a predicate")
-        if hasattr(value, "detach"):             # a torch tensor: compare its values
+        if hasattr(value, "detach"):  # a torch tensor: compare its values
             value = value.detach().cpu().numpy()
         if hasattr(expected, "detach"):
             expected = expected.detach().cpu().numpy()
@@ -55,16 +78,20 @@ def check(name: str, value: Any, expected: Any = None, *, rtol: float | None = N
             v = np.asarray(value, dtype=float)
             e = np.asarray(expected, dtype=float)
         except (TypeError, ValueError):
-            raise NotYet(f"not yet: `{name}` should be a number or an array of numbers, got {type(value).__name__}.{more}") from None
+            raise NotYet(
+                f"not yet: `{name}` should be a number or an array of numbers, got {type(value).__name__}.{more}"
+            ) from None
         if v.shape != e.shape and v.size != e.size:
             raise NotYet(f"not yet: `{name}` has shape {v.shape}, expected {e.shape}.{more}")
         v = v.reshape(e.shape)
         err = np.abs(v - e)
         if not (np.all(np.isfinite(v)) and np.all(err <= (atol or 0.0) + (rtol or 0.0) * np.abs(e))):
-            raise NotYet(f"not yet: `{name}` differs from the expected value by up to {float(np.nanmax(err)):.3g} "
-                         f"(allowed rtol {rtol or 0:g}, atol {atol or 0:g}).{more}")
+            raise NotYet(
+                f"not yet: `{name}` differs from the expected value by up to {float(np.nanmax(err)):.3g} "
+                f"(allowed rtol {rtol or 0:g}, atol {atol or 0:g}).{more}"
+            )
     print(f"✔ exercise {name}: correct")
-    return True
+    return Correct()
 
 
 # --------------------------------------------------------------------------- student / solution notebooks
@@ -72,8 +99,16 @@ def check(name: str, value: Any, expected: Any = None, *, rtol: float | None = N
 # book's executed notebook, or its portable export (attnflow.export).
 EXERCISE_TAG = "exercise"
 CHECK_TAG = "exercise-check"
-__all__ += ["EXERCISE_TAG", "CHECK_TAG", "has_exercises", "exercise_cells", "solution_names", "stub_source",
-            "student_notebook", "solution_notebook"]
+__all__ += [
+    "EXERCISE_TAG",
+    "CHECK_TAG",
+    "has_exercises",
+    "exercise_cells",
+    "solution_names",
+    "stub_source",
+    "student_notebook",
+    "solution_notebook",
+]
 
 
 def _tags(cell) -> list[str]:
@@ -82,8 +117,12 @@ def _tags(cell) -> list[str]:
 
 def exercise_cells(nb) -> list[int]:
     """Indices of the cells tagged ``exercise`` (or holding a BEGIN SOLUTION marker)."""
-    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-            and (EXERCISE_TAG in _tags(c) or any(ln.strip() == BEGIN for ln in c.source.splitlines()))]
+    return [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        and (EXERCISE_TAG in _tags(c) or any(ln.strip() == BEGIN for ln in c.source.splitlines()))
+    ]
 
 
 def has_exercises(nb) -> bool:
@@ -164,7 +203,7 @@ def stub_source(source: str) -> str:
                 j += 1
             if j == len(lines):
                 raise ValueError(f"'{BEGIN}' without '{END}'")
-            out += _stub_lines(lines[i + 1:j], indent)
+            out += _stub_lines(lines[i + 1 : j], indent)
             i = j + 1
             continue
         if lines[i].strip() == END:
@@ -175,8 +214,14 @@ def stub_source(source: str) -> str:
 
 
 def _nbgrader(cell, grade_id: str, *, solution: bool, points: int = 0) -> None:
-    meta = {"grade": not solution, "solution": solution, "locked": not solution, "task": False,
-            "grade_id": grade_id, "schema_version": 3}
+    meta = {
+        "grade": not solution,
+        "solution": solution,
+        "locked": not solution,
+        "task": False,
+        "grade_id": grade_id,
+        "schema_version": 3,
+    }
     if not solution:
         meta["points"] = points
     cell.metadata["nbgrader"] = meta

@@ -18,9 +18,9 @@ papermill output that still holds the glue outputs) into plain Markdown + LaTeX:
 :func:`myst_leftovers` lists any MyST syntax left in a markdown text (used by the tests and by
 :func:`export_notebook` with ``strict=True``).
 """
+
 from __future__ import annotations
 
-import ast
 import copy
 import json
 import re
@@ -28,10 +28,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["Bibliography", "BookIndex", "export_notebook", "export_file", "convert_markdown",
-           "load_glue", "myst_leftovers", "install_cell_source", "exported_problems", "ExportError", "SETUP_TAG"]
+from attnflow.display import format_plain_text
+
+__all__ = [
+    "Bibliography",
+    "BookIndex",
+    "export_notebook",
+    "export_file",
+    "convert_markdown",
+    "load_glue",
+    "myst_leftovers",
+    "install_cell_source",
+    "exported_problems",
+    "ExportError",
+    "SETUP_TAG",
+    "TEXT_VALUES_TAG",
+    "text_values_cell",
+]
 
 SETUP_TAG = "attnflow-setup"
+TEXT_VALUES_TAG = "attnflow-text-values"
 GLUE_PREFIX = "application/papermill.record/"
 
 
@@ -41,9 +57,26 @@ class ExportError(ValueError):
 
 # --------------------------------------------------------------------------- bibliography
 def _strip_tex(s: str) -> str:
-    s = re.sub(r"\\[`'^\"~=.uvHtcdb]\s*\{?(\w)\}?", r"\1", s)     # accents: \'e, \"{o} -> e, o
-    s = re.sub(r"\\(L|l|O|o|ss|AE|ae|OE|oe|AA|aa|i|j)\b", lambda m: {"L": "Ł", "l": "ł", "O": "Ø", "o": "ø", "ss": "ß",
-               "AE": "Æ", "ae": "æ", "OE": "Œ", "oe": "œ", "AA": "Å", "aa": "å", "i": "i", "j": "j"}[m.group(1)], s)
+    s = re.sub(r"\\[`'^\"~=.uvHtcdb]\s*\{?(\w)\}?", r"\1", s)  # accents: \'e, \"{o} -> e, o
+    s = re.sub(
+        r"\\(L|l|O|o|ss|AE|ae|OE|oe|AA|aa|i|j)\b",
+        lambda m: {
+            "L": "Ł",
+            "l": "ł",
+            "O": "Ø",
+            "o": "ø",
+            "ss": "ß",
+            "AE": "Æ",
+            "ae": "æ",
+            "OE": "Œ",
+            "oe": "œ",
+            "AA": "Å",
+            "aa": "å",
+            "i": "i",
+            "j": "j",
+        }[m.group(1)],
+        s,
+    )
     s = s.replace("--", "–").replace("~", " ")
     return re.sub(r"\s+", " ", s.replace("{", "").replace("}", "")).strip()
 
@@ -55,12 +88,12 @@ def _bib_value(text: str, i: int) -> tuple[str, int]:
         while j < len(text):
             depth += {"{": 1, "}": -1}.get(text[j], 0)
             if depth == 0:
-                return text[i + 1:j], j + 1
+                return text[i + 1 : j], j + 1
             j += 1
         raise ValueError("unbalanced braces in bibliography")
     if text[i] == '"':
         j = text.index('"', i + 1)
-        return text[i + 1:j], j + 1
+        return text[i + 1 : j], j + 1
     m = re.match(r"[\w.:-]+", text[i:])
     return (m.group(0) if m else ""), i + (m.end() if m else 0)
 
@@ -117,7 +150,11 @@ class Bibliography:
         return self.entries[key].get("year", "n.d.")
 
     def cite_p(self, keys: Iterable[str]) -> str:
-        return "(" + "; ".join(f"{self.authors_short(k)}, {self.year(k)}" if k in self.entries else f"{k}?" for k in keys) + ")"
+        return (
+            "("
+            + "; ".join(f"{self.authors_short(k)}, {self.year(k)}" if k in self.entries else f"{k}?" for k in keys)
+            + ")"
+        )
 
     def cite_t(self, keys: Iterable[str]) -> str:
         return ", ".join(f"{self.authors_short(k)} ({self.year(k)})" if k in self.entries else f"{k}?" for k in keys)
@@ -144,10 +181,37 @@ _FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _OPTION_RE = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 _TARGET_RE = re.compile(r"^\s*\(([\w:.-]+)\)=\s*$")
 
-PRF_KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "remark", "observation",
-             "conjecture", "example", "axiom", "criterion", "assumption", "property", "proof", "algorithm")
-ADMONITIONS = ("note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
-               "error", "seealso", "admonition", "todo")
+PRF_KINDS = (
+    "theorem",
+    "lemma",
+    "proposition",
+    "corollary",
+    "definition",
+    "remark",
+    "observation",
+    "conjecture",
+    "example",
+    "axiom",
+    "criterion",
+    "assumption",
+    "property",
+    "proof",
+    "algorithm",
+)
+ADMONITIONS = (
+    "note",
+    "tip",
+    "hint",
+    "important",
+    "warning",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "seealso",
+    "admonition",
+    "todo",
+)
 
 
 def _plain_title(text: str) -> str:
@@ -179,7 +243,7 @@ class BookIndex:
 
     def add_text(self, doc: str, text: str, python: bool = False) -> None:
         lines = text.splitlines()
-        if python:   # py:percent: markdown lines are comments
+        if python:  # py:percent: markdown lines are comments
             lines = [ln[2:] if ln.startswith("# ") else ("" if ln == "#" else "\x00") for ln in lines]
         pending_target = None
         for i, ln in enumerate(lines):
@@ -195,7 +259,7 @@ class BookIndex:
             m = _OPEN_RE.match(ln)
             if m:
                 name, arg = m.group(3), m.group(4)
-                for opt in lines[i + 1:i + 8]:
+                for opt in lines[i + 1 : i + 8]:
                     om = _OPTION_RE.match(opt)
                     if not om:
                         break
@@ -229,8 +293,9 @@ def load_glue(nb, glue_json: str | Path | None = None) -> dict[str, dict[str, An
             if "scrapbook" not in meta:
                 continue
             prefix = meta["scrapbook"].get("mime_prefix", "") or ""
-            glue[meta["scrapbook"]["name"]] = {k[len(prefix):] if k.startswith(prefix) else k: v
-                                               for k, v in out.get("data", {}).items()}
+            glue[meta["scrapbook"]["name"]] = {
+                k[len(prefix) :] if k.startswith(prefix) else k: v for k, v in out.get("data", {}).items()
+            }
     return glue
 
 
@@ -238,29 +303,11 @@ def _text(v: Any) -> str:
     return "".join(v) if isinstance(v, list) else str(v)
 
 
-def format_plain_text(text: str, fmt_spec: str) -> str:
-    """myst-nb's formatting of ``{glue:text}`key:fmt``` (literal_eval, then ``format``)."""
-    try:
-        value = ast.literal_eval(text)
-    except (SyntaxError, ValueError):
-        value = text
-    if fmt_spec == "":
-        return str(value)
-    t = fmt_spec[-1]
-    if t == "s":
-        value = str(value)
-    elif t in "bcdoxX":
-        value = int(value)
-    elif t in "eEfFgGn%":
-        value = float(value)
-    return format(value, fmt_spec)
-
-
 def _strip_math(tex: str) -> str:
     tex = tex.strip()
     for a, b in (("$$", "$$"), ("$", "$"), (r"\[", r"\]"), (r"\(", r"\)")):
         if tex.startswith(a) and tex.endswith(b) and len(tex) >= len(a) + len(b):
-            return tex[len(a):len(tex) - len(b)].strip()
+            return tex[len(a) : len(tex) - len(b)].strip()
     return tex
 
 
@@ -270,10 +317,11 @@ class _Context:
     glue: dict[str, dict[str, Any]]
     bib: Bibliography
     index: BookIndex
-    doc: str | None                  # this notebook's docname, e.g. book/sharpening/lemma1_rescaling
+    doc: str | None  # this notebook's docname, e.g. book/sharpening/lemma1_rescaling
     base_url: str | None
     cited: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    quoted: dict[str, str] = field(default_factory=dict)  # "key:fmt" -> text, of the cell being converted
 
     def url(self, doc: str, anchor: str | None = None) -> str | None:
         if not self.base_url:
@@ -314,14 +362,16 @@ def _role(ctx: _Context, name: str, content: str) -> str:
         key, fmt = content, ""
         if kind == "text" and ":" in content.replace("::", "\x00"):
             key, fmt = content.rsplit(":", 1)
-        key = key.split("::", 1)[-1]    # cross-page glue: take the key (the value must be glued here too)
+        key = key.split("::", 1)[-1]  # cross-page glue: take the key (the value must be glued here too)
         bundle = ctx.glue.get(key)
         if bundle is None:
             ctx.problems.append(f"glue key {key!r} has no value in this notebook")
             return f"**[{key}: not computed]**"
         if kind == "text":
             try:
-                return format_plain_text(_text(bundle.get("text/plain", "")), fmt)
+                shown = format_plain_text(_text(bundle.get("text/plain", "")), fmt)
+                ctx.quoted[f"{key}:{fmt}" if fmt else key] = shown
+                return shown
             except (ValueError, TypeError) as e:
                 ctx.problems.append(f"glue {key!r} cannot be formatted with {fmt!r}: {e}")
                 return _text(bundle.get("text/plain", ""))
@@ -359,7 +409,7 @@ def _role(ctx: _Context, name: str, content: str) -> str:
     if name in ("code", "literal", "kbd", "file", "samp", "command", "program"):
         return f"`{content}`"
     text, _ = _split_explicit(content)
-    return text if text is not None else content      # term, abbr, download, …: the text
+    return text if text is not None else content  # term, abbr, download, …: the text
 
 
 _ROLE_RE = re.compile(r"\{([\w:.-]+)\}`([^`]*)`")
@@ -371,6 +421,7 @@ _TOKEN_RE = re.compile(r"(\{[\w:.-]+\}`[^`]*`)|(``.+?``|`[^`]+`)|((?<!!)\[[^\]]+
 
 def _inline(ctx: _Context, line: str) -> str:
     """Roles and relative links of one line; inline code spans stay verbatim."""
+
     def token(m: re.Match) -> str:
         if m.group(1):
             r = _ROLE_RE.fullmatch(m.group(1))
@@ -426,7 +477,7 @@ def _render_directive(ctx: _Context, name: str, arg: str, options: dict[str, str
 
 def _render(ctx: _Context, lines: list[str]) -> list[str]:
     out: list[str] = []
-    para: list[str] = []             # plain lines, converted together (a role may span lines)
+    para: list[str] = []  # plain lines, converted together (a role may span lines)
 
     def flush() -> None:
         if para:
@@ -445,16 +496,16 @@ def _render(ctx: _Context, lines: list[str]) -> list[str]:
             j = i + 1
             while j < n and not close.match(lines[j]):
                 j += 1
-            body = [b[len(indent):] if b.startswith(indent) else b.lstrip() for b in lines[i + 1:j]]
+            body = [b[len(indent) :] if b.startswith(indent) else b.lstrip() for b in lines[i + 1 : j]]
             options: dict[str, str] = {}
-            if body and body[0].strip() == "---":          # YAML options block
+            if body and body[0].strip() == "---":  # YAML options block
                 k = 1
                 while k < len(body) and body[k].strip() != "---":
                     if ":" in body[k]:
                         a, b = body[k].split(":", 1)
                         options[a.strip()] = b.strip()
                     k += 1
-                body = body[k + 1:]
+                body = body[k + 1 :]
             while body and _OPTION_RE.match(body[0]):
                 om = _OPTION_RE.match(body[0])
                 options[om.group(1)] = om.group(2).strip()
@@ -475,7 +526,7 @@ def _render(ctx: _Context, lines: list[str]) -> list[str]:
             j = i + 1
             while j < n and not close.match(lines[j]):
                 j += 1
-            out.extend(lines[i:j + 1])
+            out.extend(lines[i : j + 1])
             i = j + 1
             continue
         t = _TARGET_RE.match(ln)
@@ -483,7 +534,7 @@ def _render(ctx: _Context, lines: list[str]) -> list[str]:
             out.append(f'<a id="{t.group(1)}"></a>')
             i += 1
             continue
-        if re.match(r"^\s*%", ln) and not re.match(r"^\s*%%", ln):    # MyST comment line
+        if re.match(r"^\s*%", ln) and not re.match(r"^\s*%%", ln):  # MyST comment line
             i += 1
             continue
         para.append(ln)
@@ -492,9 +543,16 @@ def _render(ctx: _Context, lines: list[str]) -> list[str]:
     return out
 
 
-def convert_markdown(text: str, glue: dict[str, dict[str, Any]] | None = None, *, bib: Bibliography | None = None,
-                     index: BookIndex | None = None, doc: str | None = None, base_url: str | None = None,
-                     _ctx: _Context | None = None) -> str:
+def convert_markdown(
+    text: str,
+    glue: dict[str, dict[str, Any]] | None = None,
+    *,
+    bib: Bibliography | None = None,
+    index: BookIndex | None = None,
+    doc: str | None = None,
+    base_url: str | None = None,
+    _ctx: _Context | None = None,
+) -> str:
     """One markdown cell's MyST as plain Markdown + LaTeX (see the module docstring)."""
     ctx = _ctx or _Context(glue or {}, bib or Bibliography(), index or BookIndex(), doc, base_url)
     return "\n".join(_render(ctx, text.split("\n")))
@@ -513,7 +571,7 @@ def myst_leftovers(text: str) -> list[str]:
     found = []
     for rx, what in _LEFTOVER_PATTERNS:
         for m in rx.finditer(text):
-            found.append(f"{what}: {text[max(0, m.start() - 20):m.end() + 30]!r}")
+            found.append(f"{what}: {text[max(0, m.start() - 20) : m.end() + 30]!r}")
     return found
 
 
@@ -529,24 +587,41 @@ def install_cell_source(version: str | None = None, spec: str | None = None) -> 
         from attnflow import __version__ as v
 
         spec = f"attnflow=={version or v}"
-    return "\n".join([
-        "# Set-up for running this notebook outside the attnflow repository (Colab, a course folder):",
-        "# installs the package at the book's version (a wheel next to this notebook first, else the",
-        "# package index); the package carries the pages' stand-in data.",
-        "try:",
-        "    import attnflow",
-        "except ImportError:",
-        f"    %pip install -q --find-links . \"{spec}\"",
-        "    import importlib",
-        "    importlib.invalidate_caches()",
-        "    try:",
-        "        import attnflow",
-        "    except ImportError:",
-        f"        raise ImportError({spec + ' could not be installed: put its wheel (make wheel in the repository)'!r}",
-        "                          \" next to this notebook (on Colab: Files, Upload) and run this cell again\") from None",
-        "from attnflow import resources",
-        "resources.activate()   # stand-in data and caches found from any folder",
-    ])
+    missing = spec + " could not be installed: put its wheel (make wheel in the repository)"
+    return "\n".join(
+        [
+            "# Set-up for running this notebook outside the attnflow repository (Colab, a course folder):",
+            "# installs the package at the book's version (a wheel next to this notebook first, else the",
+            "# package index); the package carries the pages' stand-in data.",
+            "try:",
+            "    import attnflow",
+            "except ImportError:",
+            f'    %pip install -q --find-links . "{spec}"',
+            "    import importlib",
+            "    importlib.invalidate_caches()",
+            "    try:",
+            "        import attnflow",
+            "    except ImportError:",
+            f"        raise ImportError({missing!r}",
+            '                          " next to this notebook (on Colab: Files, Upload) and run this cell again")'
+            " from None",
+            "from attnflow import resources",
+            "resources.activate()   # stand-in data and caches found from any folder",
+        ]
+    )
+
+
+def text_values_cell(quoted: dict[str, str]):
+    """The hidden cell after a paragraph that quotes glued numbers: on a re-run it shows this run's
+    values where they differ from the book defaults' the text carries (:func:`attnflow.display.text_values`)."""
+    import nbformat
+
+    source = (
+        "import attnflow.display  # the text above quotes the book defaults' run; this run's values if they differ\n"
+        f"attnflow.display.text_values({quoted!r})"
+    )
+    meta = {"tags": [TEXT_VALUES_TAG, "remove-input"], "jupyter": {"source_hidden": True}}
+    return nbformat.v4.new_code_cell(source, metadata=meta)
 
 
 def _clean_outputs(cell) -> None:
@@ -555,7 +630,7 @@ def _clean_outputs(cell) -> None:
         meta = out.get("metadata", {}) or {}
         sb = meta.get("scrapbook")
         if sb is not None and (sb.get("mime_prefix") or "") != "":
-            continue                                   # glue-only output: no display
+            continue  # glue-only output: no display
         if "data" in out:
             out["data"] = {k: v for k, v in out["data"].items() if not k.startswith(GLUE_PREFIX)}
             if not out["data"]:
@@ -580,10 +655,19 @@ def _ensure_ids(nb) -> None:
         seen.add(cid)
 
 
-def export_notebook(nb, *, glue_json: str | Path | None = None, doc: str | None = None,
-                    bib: Bibliography | None = None, index: BookIndex | None = None, base_url: str | None = None,
-                    install: bool = True, install_spec: str | None = None, version: str | None = None,
-                    strict: bool = False):
+def export_notebook(
+    nb,
+    *,
+    glue_json: str | Path | None = None,
+    doc: str | None = None,
+    bib: Bibliography | None = None,
+    index: BookIndex | None = None,
+    base_url: str | None = None,
+    install: bool = True,
+    install_spec: str | None = None,
+    version: str | None = None,
+    strict: bool = False,
+):
     """A copy of executed notebook ``nb`` that renders in plain Jupyter (module docstring).
 
     ``doc``: the page's docname (``book/sharpening/lemma1_rescaling``) for relative links;
@@ -595,12 +679,17 @@ def export_notebook(nb, *, glue_json: str | Path | None = None, doc: str | None 
 
     nb = copy.deepcopy(nb)
     ctx = _Context(load_glue(nb, glue_json), bib or Bibliography(), index or BookIndex(), doc, base_url)
+    cells = []
     for cell in nb.cells:
+        cells.append(cell)
         if cell.cell_type == "markdown":
+            ctx.quoted = {}
             cell.source = convert_markdown(cell.source, _ctx=ctx)
             for k in list(cell.metadata):
                 if k not in ("tags",):
                     cell.metadata.pop(k)
+            if ctx.quoted:
+                cells.append(text_values_cell(ctx.quoted))
         elif cell.cell_type == "code":
             _clean_outputs(cell)
             cell.metadata.pop("papermill", None)
@@ -608,6 +697,7 @@ def export_notebook(nb, *, glue_json: str | Path | None = None, doc: str | None 
             tags = cell.metadata.get("tags", [])
             if "hide-input" in tags or "remove-input" in tags or "remove-cell" in tags:
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+    nb.cells = cells
     if ctx.cited and ctx.bib.entries:
         refs = ["## References", ""] + [f"- {ctx.bib.full(k)}" for k in ctx.cited if k in ctx.bib.entries]
         nb.cells.append(nbformat.v4.new_markdown_cell("\n".join(refs)))
@@ -623,8 +713,12 @@ def export_notebook(nb, *, glue_json: str | Path | None = None, doc: str | None 
     nb.metadata["attnflow"] = {"page": doc, "version": version or __version__, "exported_by": "attnflow.export"}
     _ensure_ids(nb)
     if strict:
-        left = [f"cell {i}: {x}" for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
-                for x in myst_leftovers(c.source)]
+        left = [
+            f"cell {i}: {x}"
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "markdown"
+            for x in myst_leftovers(c.source)
+        ]
         if ctx.problems or left:
             raise ExportError("; ".join(ctx.problems + left))
     nb.metadata["attnflow"]["problems"] = ctx.problems
@@ -651,4 +745,3 @@ def export_file(src: str | Path, dest: str | Path, *, root: str | Path | None = 
 def exported_problems(nb) -> list[str]:
     """Problems recorded while exporting (missing glue values …)."""
     return list((nb.metadata.get("attnflow") or {}).get("problems", []))
-

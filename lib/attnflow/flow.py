@@ -11,6 +11,7 @@ so implicit methods (BDF, Radau, LSODA's stiff mode) take large steps on these s
 ``solve`` is the generic layer (any ODE with a numpy right-hand side): it counts evaluations,
 turns NaN/inf into :class:`FlowDiverged` and solver failures into :class:`FlowError`.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,11 +22,40 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
+from attnflow import claims
 from attnflow.record import Run
 
-__all__ = ["integrate", "solve", "FlowResult", "FlowError", "FlowDiverged", "Flattener"]
+__all__ = [
+    "integrate",
+    "solve",
+    "FlowResult",
+    "FlowError",
+    "FlowDiverged",
+    "Flattener",
+    "agreement_tolerance",
+    "agreement_domain",
+]
 
 METHODS = ("LSODA", "BDF", "Radau", "RK45", "DOP853")
+
+AGREEMENT_FACTOR = 1e3  # two independent adaptive solutions at rtol: global error ≲ 10³·rtol of the scale
+AGREEMENT_MAX = 1e-4  # above this tolerance a comparison of two solutions shows nothing
+
+
+def agreement_tolerance(rtol: float) -> float:
+    """Tolerance on the gap between two independent adaptive solutions of the same flow at relative
+    tolerance ``rtol``, relative to the trajectory's scale: their global errors may accumulate to a few
+    hundred times ``rtol`` over a horizon, so 10³·rtol."""
+    return AGREEMENT_FACTOR * rtol
+
+
+def agreement_domain(rtol: float) -> claims.Domain:
+    """Domain of a comparison of two adaptive solutions (from the parameters): informative only when
+    :func:`agreement_tolerance` ≤ 1e-4."""
+    tol = agreement_tolerance(rtol)
+    return claims.domain(
+        (f"trajectory tolerance 10³·rtol ≤ {AGREEMENT_MAX:g}", tol <= AGREEMENT_MAX, f"10³·rtol = {tol:.2g}")
+    )
 
 
 class FlowError(RuntimeError):
@@ -43,20 +73,20 @@ class FlowResult(Run):
     name -> (n_times, *shape) once the state has names (:meth:`named`, as ``integrate`` does), or
     the flat state ``"y"`` of a plain ODE (``solve``); ``y`` is always the flat state."""
 
-    y: np.ndarray                                  # (n_times, n_state) flat state
-    nfev: int                                      # right-hand-side evaluations
-    njev: int                                      # Jacobian evaluations
+    y: np.ndarray  # (n_times, n_state) flat state
+    nfev: int  # right-hand-side evaluations
+    njev: int  # Jacobian evaluations
     method: str
     t_events: list[np.ndarray] = field(default_factory=list)
     y_events: list[np.ndarray] = field(default_factory=list)
-    sol: Callable | None = None                    # dense output, flat state at any t
+    sol: Callable | None = None  # dense output, flat state at any t
     flattener: "Flattener | None" = None
 
     def __post_init__(self):
         if self.flattener is not None:
             self.named(self.flattener)
         elif not self.quantities:
-            self.quantities = {"y": self.y}                                   # (n_times, n_state)
+            self.quantities = {"y": self.y}  # (n_times, n_state)
 
     def named(self, flattener: "Flattener") -> "FlowResult":
         """Give the flat state its names: keeps ``flattener``; ``quantities`` become the named
@@ -112,7 +142,10 @@ class Flattener:
                     f"learning rates must name every parameter exactly: missing {missing}, unknown {extra}; "
                     f"parameters are {list(self.layout)}"
                 )
-            parts = [torch.full((sl.stop - sl.start,), float(lr[n]), dtype=torch.float64) for n, (sl, _) in self.layout.items()]
+            parts = [
+                torch.full((sl.stop - sl.start,), float(lr[n]), dtype=torch.float64)
+                for n, (sl, _) in self.layout.items()
+            ]
             eta = torch.cat(parts)
         else:
             eta = torch.full((self.size,), float(lr), dtype=torch.float64)
@@ -227,6 +260,7 @@ def integrate(
 
     wrapped = []
     for ev in events:
+
         def w(t, y, ev=ev):
             return float(ev(t, fl.unflatten(torch.from_numpy(y))))
 
@@ -236,8 +270,15 @@ def integrate(
         wrapped.append(w)
 
     res = solve(
-        rhs, fl.flatten(theta0).numpy(), t_eval, jac=jac if jacobian else None, method=method,
-        rtol=rtol, atol=atol, events=wrapped, dense_output=dense_output,
+        rhs,
+        fl.flatten(theta0).numpy(),
+        t_eval,
+        jac=jac if jacobian else None,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        events=wrapped,
+        dense_output=dense_output,
     )
     return res.named(fl)
 

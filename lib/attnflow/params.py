@@ -27,9 +27,11 @@ the run time of accepted values; above :data:`COST_REFUSE_S` (env ``ATTNFLOW_MAX
 
     SCHEMA = FOCUS.extend(my_param=params.Param(float, lo=0, doc="..."))
 """
+
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import os
 import re
@@ -40,12 +42,21 @@ from typing import Any, Iterable, Mapping
 
 from attnflow import claims
 
-__all__ = ["Param", "Schema", "ParameterError", "validate", "literal_names", "DEFAULT_MAX_LEN",
-           "COST_WARN_S", "COST_REFUSE_S", "forced"]
+__all__ = [
+    "Param",
+    "Schema",
+    "ParameterError",
+    "validate",
+    "literal_names",
+    "DEFAULT_MAX_LEN",
+    "COST_WARN_S",
+    "COST_REFUSE_S",
+    "forced",
+]
 
-INJECTED_MARK = "# Parameters"   # first line of the cell papermill injects after the parameters cell
-DEFAULT_MAX_LEN = 32        # length cap of a list parameter that declares none (20,000 items ran for hours)
-COST_WARN_S = 600.0         # estimated seconds (2 CPUs) above which validate prints a warning line
+INJECTED_MARK = "# Parameters"  # first line of the cell papermill injects after the parameters cell
+DEFAULT_MAX_LEN = 32  # length cap of a list parameter that declares none (20,000 items ran for hours)
+COST_WARN_S = 600.0  # estimated seconds (2 CPUs) above which validate prints a warning line
 COST_REFUSE_S = 4 * 3600.0  # ... and above which it refuses, unless forced
 
 # Names IPython puts in a fresh kernel's namespace; everything else that is public is a parameter.
@@ -110,6 +121,7 @@ class Param:
 
     def check(self, name: str, value: Any) -> Any:
         """Return the value converted to the declared type, or raise ParameterError."""
+
         def fail(why: str, item: int | None = None):
             doc = f" ({self.doc})" if self.doc else ""
             shown = _short(value)
@@ -186,16 +198,18 @@ class Schema:
         bad = [n for n in params if n.startswith("_")]
         if bad:
             raise ValueError(f"schema {key!r}: parameter names cannot start with '_' ({', '.join(bad)})")
-        if cost is not None and (not isinstance(cost, tuple) or len(cost) != 2 or not callable(cost[0])
-                                 or not isinstance(cost[1], str)):
+        if cost is not None and (
+            not isinstance(cost, tuple) or len(cost) != 2 or not callable(cost[0]) or not isinstance(cost[1], str)
+        ):
             raise TypeError(f"schema {key!r}: cost= is (estimate(cfg) -> seconds, 'what it counts'); received {cost!r}")
         self.key = key
         self.params: dict[str, Param] = dict(params)
         self.requires = tuple(requires)
         self.cost = cost
 
-    def extend(self, *, key: str | None = None, requires: tuple = (), cost: tuple | None = None,
-               **params: Param) -> "Schema":
+    def extend(
+        self, *, key: str | None = None, requires: tuple = (), cost: tuple | None = None, **params: Param
+    ) -> "Schema":
         """A copy with more parameters (and rules): how a teacher adds a parameter in a page::
 
             SCHEMA = SCHEMA.extend(my_param=params.Param(float, lo=0, doc="..."))
@@ -204,8 +218,13 @@ class Schema:
         clash = sorted(set(params) & set(self.params))
         if clash:
             raise ValueError(f"schema {self.key!r} already declares {', '.join(clash)}")
-        return Schema(key or self.key, requires=self.requires + tuple(requires),
-                      cost=cost if cost is not None else self.cost, **self.params, **params)
+        return Schema(
+            key or self.key,
+            requires=self.requires + tuple(requires),
+            cost=cost if cost is not None else self.cost,
+            **self.params,
+            **params,
+        )
 
     def __repr__(self) -> str:
         return f"Schema({self.key!r}, {', '.join(self.params)})"
@@ -232,7 +251,7 @@ class Schema:
                 f"in its parameters cell; declared:\n{self.describe()}"
             )
         out = {n: self.params[n].check(n, values[n]) for n in self.params}
-        cfg = SimpleNamespace(page=self.key, **out)
+        cfg = self.config_class()(page=self.key, **out)
         for rule, message in self.requires:
             try:
                 ok = rule(cfg)
@@ -240,10 +259,24 @@ class Schema:
                 ok, message = False, f"{message} (the rule could not be evaluated: {type(err).__name__}: {err})"
             if not ok:
                 named = [n for n in out if re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", message)]
-                raise ParameterError(f"parameters of page {self.key!r} violate the rule {message}; received "
-                                     + ", ".join(f"{n}={_short(out[n], 60)}" for n in (named or out)))
+                raise ParameterError(
+                    f"parameters of page {self.key!r} violate the rule {message}; received "
+                    + ", ".join(f"{n}={_short(out[n], 60)}" for n in (named or out))
+                )
         self.check_cost(cfg)
         return cfg
+
+    def config_class(self) -> type:
+        """The page's typed, frozen config: a dataclass with one field per parameter (its declared type)
+        plus ``page``; ``dataclasses.replace(cfg, seed=2)`` gives a changed copy, assignment is refused."""
+        cls = self.__dict__.get("_config_class")
+        if cls is None:
+            name = "".join(w.capitalize() for w in re.split(r"[^0-9A-Za-z]+", self.key) if w) + "Config"
+            fields = [("page", str)] + [(n, p.type) for n, p in self.params.items()]
+            cls = dataclasses.make_dataclass(name, fields, frozen=True)
+            cls.__doc__ = f"Validated parameters of page {self.key!r}:\n" + self.describe()
+            self.__dict__["_config_class"] = cls
+        return cls
 
     def estimate(self, cfg: SimpleNamespace) -> float | None:
         """Estimated seconds on 2 CPUs of a run with checked values ``cfg`` (None without ``cost``)."""
@@ -257,17 +290,38 @@ class Schema:
         if seconds is None:
             return None
         what = self.cost[1]
-        limit = float(os.environ.get("ATTNFLOW_MAX_SECONDS", COST_REFUSE_S))
+        limit = cost_limit()
         if not math.isfinite(seconds) or seconds > limit:
             if not forced():
                 raise ParameterError(
                     f"page {self.key!r}: these parameters would run about {_duration(seconds)} on 2 CPUs "
                     f"({what}), above the limit of {_duration(limit)}; reduce them, or run anyway with "
-                    f"`attnflow run --force` (ATTNFLOW_FORCE=1), or raise ATTNFLOW_MAX_SECONDS")
+                    f"`attnflow run --force` (ATTNFLOW_FORCE=1), or raise ATTNFLOW_MAX_SECONDS"
+                )
         if seconds > COST_WARN_S:
-            print(f"attnflow: page {self.key!r} is estimated to run about {_duration(seconds)} on 2 CPUs ({what})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"attnflow: page {self.key!r} is estimated to run about {_duration(seconds)} on 2 CPUs ({what})",
+                file=sys.stderr,
+                flush=True,
+            )
         return seconds
+
+
+def cost_limit() -> float:
+    """The cost ceiling in seconds: ``ATTNFLOW_MAX_SECONDS`` or :data:`COST_REFUSE_S`; a value that is
+    not a positive number is refused by name (ParameterError: exit 2 from ``attnflow run``)."""
+    raw = os.environ.get("ATTNFLOW_MAX_SECONDS")
+    if raw is None:
+        return float(COST_REFUSE_S)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise ParameterError(
+            f"ATTNFLOW_MAX_SECONDS={raw!r}: allowed: a number of seconds > 0 (the cost limit of a page)"
+        )
+    return value
 
 
 def forced() -> bool:
@@ -318,28 +372,31 @@ def _names_from_history(namespace: Mapping[str, Any]) -> list[str] | None:
         return None
     names: list[str] = []
     found = False
-    for src in reversed(history[:-1]):          # history[-1] is the cell running validate
+    for src in reversed(history[:-1]):  # history[-1] is the cell running validate
         if not isinstance(src, str) or not src.strip():
-            continue                            # In[0] is '' and empty cells say nothing
+            continue  # In[0] is '' and empty cells say nothing
         got = literal_names(src)
         if got is None:
             break
         found = True
         names.extend(n for n in got if n not in names)
         if not src.lstrip().startswith(INJECTED_MARK):
-            break                               # the parameters cell: nothing before it counts
+            break  # the parameters cell: nothing before it counts
     return names if found else None
 
 
 def _parameter_values(namespace: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
     names = _names_from_history(namespace)
     if names is None and "get_ipython" in namespace and isinstance(namespace.get("In"), list):
-        names = []                              # IPython, but no literal cell just before: the schema's names
-    if names is None:                           # a plain namespace: every public literal is a parameter
-        return {k: v for k, v in namespace.items()
-                if not k.startswith("_") and k not in _KERNEL_NAMES and isinstance(v, _LITERAL_TYPES)}
+        names = []  # IPython, but no literal cell just before: the schema's names
+    if names is None:  # a plain namespace: every public literal is a parameter
+        return {
+            k: v
+            for k, v in namespace.items()
+            if not k.startswith("_") and k not in _KERNEL_NAMES and isinstance(v, _LITERAL_TYPES)
+        }
     values = {n: namespace[n] for n in names if n in namespace}
-    for n in schema.params:                     # declared names set earlier (e.g. only cell 2 re-run)
+    for n in schema.params:  # declared names set earlier (e.g. only cell 2 re-run)
         if n not in values and n in namespace:
             values[n] = namespace[n]
     return values

@@ -1,4 +1,4 @@
-"""One plotting style for the whole book (seaborn on matplotlib), readable at its displayed size.
+"""One plotting style for the whole book (seaborn's, on matplotlib), readable at its displayed size.
 
 Sizes are chosen for the book's text column (about 750 CSS px at a 1280 px window): a figure
 is shown at ``min(its width, the column)``, so what a reader sees of a font is its size times
@@ -6,11 +6,17 @@ is shown at ``min(its width, the column)``, so what a reader sees of a font is i
 style's smallest font (tick labels, legends) is 11 pt, which keeps every text at least 8 pt on
 screen for a figure of full width (:func:`display_scale`).
 
+The style is seaborn's ``set_theme(context="notebook", style="whitegrid", palette="colorblind")``
+written out as matplotlib rcParams (:data:`SEABORN_THEME`), so that a page does not import seaborn —
+and with it pandas and scipy.stats, about 1.5 s of every page's start-up — unless it draws a seaborn
+plot; ``tests/test_plotting_style.py`` compares it with seaborn itself.
+
 Every figure carries its provenance — page, parameters, commit, package version — in its file
 metadata (PNG text chunks, PDF/SVG info fields), as showyourwork does for papers: the inline
 PNGs of the executed pages get it from the display formatter that :func:`use_style` installs,
 files written with :func:`savefig` get it directly; :func:`read_provenance` reads it back.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,22 +27,94 @@ from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
-import seaborn as sns
+from cycler import cycler
+from matplotlib.colors import to_rgb
 
-__all__ = ["use_style", "PALETTE", "MODEL_COLORS", "STAGE_COLORS", "subplots", "savefig", "provenance",
-           "read_provenance", "display_scale", "shade_stages", "MAX_WIDTH", "COLUMN_PX", "FIGURE_DPI",
-           "SMALLEST_FONT_PT"]
+__all__ = [
+    "use_style",
+    "PALETTE",
+    "MODEL_COLORS",
+    "STAGE_COLORS",
+    "subplots",
+    "savefig",
+    "provenance",
+    "read_provenance",
+    "display_scale",
+    "shade_stages",
+    "MAX_WIDTH",
+    "COLUMN_PX",
+    "FIGURE_DPI",
+    "SMALLEST_FONT_PT",
+]
 
-PALETTE = sns.color_palette("colorblind")
+# seaborn's "colorblind" palette (as RGB triples, like ``seaborn.color_palette("colorblind")``)
+PALETTE = [
+    to_rgb(c)
+    for c in (
+        "#0173b2",
+        "#de8f05",
+        "#029e73",
+        "#d55e00",
+        "#cc78bc",
+        "#ca9161",
+        "#fbafe4",
+        "#949494",
+        "#ece133",
+        "#56b4e9",
+    )
+]
+# What seaborn.set_theme(context="notebook", style="whitegrid", palette=PALETTE, font_scale=1) sets, except
+# its default colormap "rocket", which exists only once seaborn is imported (no figure of the book uses a
+# default colormap).
+SEABORN_THEME = {
+    "axes.axisbelow": True,
+    "axes.edgecolor": ".8",
+    "axes.grid": True,
+    "axes.labelcolor": ".15",
+    "axes.labelsize": 12.0,
+    "axes.linewidth": 1.25,
+    "axes.prop_cycle": cycler("color", PALETTE),
+    "axes.titlesize": 12.0,
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
+    "font.size": 12.0,
+    "grid.color": ".8",
+    "grid.linewidth": 1.0,
+    "legend.fontsize": 11.0,
+    "legend.title_fontsize": 12.0,
+    "lines.solid_capstyle": "round",
+    "patch.edgecolor": "w",
+    "patch.force_edgecolor": True,
+    "text.color": ".15",
+    "xtick.bottom": False,
+    "xtick.color": ".15",
+    "xtick.labelsize": 11.0,
+    "xtick.major.size": 6.0,
+    "xtick.major.width": 1.25,
+    "xtick.minor.size": 4.0,
+    "xtick.minor.width": 1.0,
+    "ytick.color": ".15",
+    "ytick.labelsize": 11.0,
+    "ytick.left": False,
+    "ytick.major.size": 6.0,
+    "ytick.major.width": 1.25,
+    "ytick.minor.size": 4.0,
+    "ytick.minor.width": 1.0,
+}
 # The four sharpening parametrizations keep one colour everywhere in the book.
 MODEL_COLORS = {"CACO": PALETTE[0], "CAFO": PALETTE[1], "FACO": PALETTE[2], "FAFO": PALETTE[3]}
 # Focus–dilution stages, shaded behind time series.
-STAGE_COLORS = {"condensation": "#dbe9f6", "plateau": "#f2f2f2", "focus": "#fde0c5", "dilution": "#e5f5e0", "escape": "#efe3f6"}
+STAGE_COLORS = {
+    "condensation": "#dbe9f6",
+    "plateau": "#f2f2f2",
+    "focus": "#fde0c5",
+    "dilution": "#e5f5e0",
+    "escape": "#efe3f6",
+}
 
-MAX_WIDTH = 10.5          # inches: the widest figure subplots makes (3 panels of 3.5 in)
-COLUMN_PX = 752           # CSS px of the book's text column at a 1280 px window (sphinx-book-theme 1.3)
-FIGURE_DPI = 110          # px per inch of the inline PNGs (1 CSS px per image px)
-SMALLEST_FONT_PT = 11.0   # tick labels and legends (seaborn "notebook" context, font_scale 1)
+MAX_WIDTH = 10.5  # inches: the widest figure subplots makes (3 panels of 3.5 in)
+COLUMN_PX = 752  # CSS px of the book's text column at a 1280 px window (sphinx-book-theme 1.3)
+FIGURE_DPI = 110  # px per inch of the inline PNGs (1 CSS px per image px)
+SMALLEST_FONT_PT = 11.0  # tick labels and legends (seaborn "notebook" context, font_scale 1)
 
 
 def display_scale(width_in: float, column_px: float = COLUMN_PX, dpi: float = FIGURE_DPI) -> float:
@@ -50,20 +128,22 @@ def display_scale(width_in: float, column_px: float = COLUMN_PX, dpi: float = FI
 
 def use_style() -> None:
     """Apply the book style (call once per page)."""
-    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE, font_scale=1.0)
-    matplotlib.rcParams.update({
-        "figure.dpi": FIGURE_DPI,
-        "savefig.dpi": 150,
-        "figure.figsize": (7.0, 3.6),
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.titlesize": "medium",
-        "legend.frameon": True,        # legends may sit on data: a light frame keeps both readable
-        "legend.framealpha": 0.85,
-        "legend.edgecolor": "0.85",
-        "legend.loc": "best",
-        "lines.linewidth": 1.8,
-    })
+    matplotlib.rcParams.update(SEABORN_THEME)
+    matplotlib.rcParams.update(
+        {
+            "figure.dpi": FIGURE_DPI,
+            "savefig.dpi": 150,
+            "figure.figsize": (7.0, 3.6),
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.titlesize": "medium",
+            "legend.frameon": True,  # legends may sit on data: a light frame keeps both readable
+            "legend.framealpha": 0.85,
+            "legend.edgecolor": "0.85",
+            "legend.loc": "best",
+            "lines.linewidth": 1.8,
+        }
+    )
     _inline_in_kernels()
 
 
@@ -96,7 +176,7 @@ def show_result_figure_once(shell) -> None:
         from matplotlib.figure import Figure
 
         out = shell.user_ns.get("Out") or {}
-        result = out.get(shell.execution_count - 1)     # the count is advanced before a cell runs
+        result = out.get(shell.execution_count - 1)  # the count is advanced before a cell runs
         if isinstance(result, Figure):
             plt.close(result)
 
@@ -114,18 +194,25 @@ def install_provenance_formatter(shell) -> None:
     from matplotlib.figure import Figure
 
     fmt = shell.display_formatter.formatters["image/png"]
-    fmt.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight", base64=True,
-                                                  metadata=metadata("png")))
+    fmt.for_type(
+        Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight", base64=True, metadata=metadata("png"))
+    )
 
 
 @lru_cache(maxsize=1)
 def _commit() -> str:
     root = Path(__file__).resolve().parents[2]
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return sha + (" (with uncommitted changes)" if dirty else "")
     except Exception:
         return "unknown (not a git checkout)"
@@ -151,8 +238,9 @@ def provenance(page: str | None = None, parameters: dict[str, Any] | None = None
         parameters = claims._state.get("parameters") or {}
     return {
         "page": str(page),
-        "parameters": json.dumps(claims._to_jsonable(dict(parameters)), sort_keys=True, default=str,
-                                 ensure_ascii=False),
+        "parameters": json.dumps(
+            claims._to_jsonable(dict(parameters)), sort_keys=True, default=str, ensure_ascii=False
+        ),
         "commit": _commit(),
         "attnflow": _version(),
     }
@@ -165,8 +253,12 @@ def metadata(fmt: str, page: str | None = None, parameters: dict[str, Any] | Non
     source = f"attnflow {p['attnflow']}, commit {p['commit']}"
     fmt = fmt.lower()
     if fmt == "png":
-        return {"Title": title, "Source": source, "Description": "parameters: " + p["parameters"],
-                **{f"attnflow:{k}": v for k, v in p.items()}}
+        return {
+            "Title": title,
+            "Source": source,
+            "Description": "parameters: " + p["parameters"],
+            **{f"attnflow:{k}": v for k, v in p.items()},
+        }
     if fmt == "pdf":
         return {"Title": title, "Subject": "parameters: " + p["parameters"], "Keywords": source}
     if fmt == "svg":
@@ -196,7 +288,7 @@ def read_provenance(png: bytes | str | Path) -> dict[str, str]:
     with Image.open(io.BytesIO(data)) as im:
         im.load()
         text = dict(getattr(im, "text", {}) or im.info)
-    return {k[len("attnflow:"):]: str(v) for k, v in text.items() if k.startswith("attnflow:")}
+    return {k[len("attnflow:") :]: str(v) for k, v in text.items() if k.startswith("attnflow:")}
 
 
 def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.5, height: float = 3.0, **kw):
@@ -213,8 +305,9 @@ def subplots(nrows: int = 1, ncols: int = 1, width: float = 3.5, height: float =
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kw)
 
 
-def shade_stages(ax, spans, *, clip: bool = False, labels: bool = False, min_label_width: float = 0.03,
-                 alpha: float = 1.0) -> None:
+def shade_stages(
+    ax, spans, *, clip: bool = False, labels: bool = False, min_label_width: float = 0.03, alpha: float = 1.0
+) -> None:
     """Shade focus–dilution stages behind the curves of ``ax`` (the one stage-shading helper of the book).
 
     spans: (stage, t0, t1) or (stage, t0, t1, tag) with stage a key of ``STAGE_COLORS``; empty,

@@ -6,6 +6,7 @@ latest status line (``training: 40%|####      | 400/1000 [00:12<00:18]``) to tha
 every couple of seconds, and the runner's heartbeat prints it next to the running cell. The
 executed notebook holds no progress output.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,9 +47,9 @@ class _StatusWriter:
     def write(self, text: str) -> None:
         line = text.replace("\r", "\n").strip().splitlines()
         if not line and "\r" not in text:
-            return                      # tqdm's bare newlines and flushes
+            return  # tqdm's bare newlines and flushes
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        try:                            # a blanking '\r   \r' (a closed bar) clears the status
+        try:  # a blanking '\r   \r' (a closed bar) clears the status
             with open(tmp, "w", encoding="utf-8") as fh:
                 fh.write(line[-1].strip() if line else "")
             os.replace(tmp, self.path)

@@ -20,6 +20,7 @@ ended), :meth:`Run.row` (every quantity at one stored time) and :meth:`Run.param
 model's parameters over time, for the records that keep them). Subclasses keep their historical
 field names as properties over ``t`` and ``quantities``, so that every series has one place.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,12 +35,12 @@ __all__ = ["Run", "fields_of", "series"]
 class Run:
     """A run: named time series on one time (or step) axis, its wall time and what produced it."""
 
-    t: np.ndarray                                                      # (T,) time or recorded step
-    quantities: dict[str, np.ndarray] = field(default_factory=dict)   # name -> (T, ...) or (T, P, ...)
-    wall_s: float = 0.0                                                # wall-clock seconds
-    meta: dict = field(default_factory=dict)                          # what produced it: settings, labels
+    t: np.ndarray  # (T,) time or recorded step
+    quantities: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (T, ...) or (T, P, ...)
+    wall_s: float = 0.0  # wall-clock seconds
+    meta: dict = field(default_factory=dict)  # what produced it: settings, labels
 
-    __iter__ = None         # not a sequence: ``run[name]`` reads a quantity, ``name in run`` asks for one
+    __iter__ = None  # not a sequence: ``run[name]`` reads a quantity, ``name in run`` asks for one
 
     @property
     def names(self) -> list[str]:
@@ -53,8 +54,9 @@ class Run:
         try:
             return self.quantities[name]
         except KeyError:
-            raise KeyError(f"a {type(self).__name__} has no quantity {name!r}; it has: "
-                           f"{', '.join(['t', *self.quantities])}") from None
+            raise KeyError(
+                f"a {type(self).__name__} has no quantity {name!r}; it has: {', '.join(['t', *self.quantities])}"
+            ) from None
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.quantity(name)
@@ -67,8 +69,10 @@ class Run:
         time (to a relative 1e-9), else a ``KeyError``."""
         i = int(np.argmin(np.abs(self.t - time)))
         if exact and not math.isclose(self.t[i], time, rel_tol=1e-9):
-            raise KeyError(f"time {time:g} is not a stored time of this {type(self).__name__} "
-                           f"(nearest: {float(self.t[i]):g}); pass it in the times it stores")
+            raise KeyError(
+                f"time {time:g} is not a stored time of this {type(self).__name__} "
+                f"(nearest: {float(self.t[i]):g}); pass it in the times it stores"
+            )
         return i
 
     def at(self, time: float) -> int:
@@ -90,8 +94,10 @@ class Run:
 
     def parameters(self) -> dict:
         """The model's parameters over time, name → (T, *shape) tensor (records that keep them)."""
-        raise LookupError(f"a {type(self).__name__} keeps no parameters over time; its quantities are: "
-                          f"{', '.join(self.quantities) or 'none'}")
+        raise LookupError(
+            f"a {type(self).__name__} keeps no parameters over time; its quantities are: "
+            f"{', '.join(self.quantities) or 'none'}"
+        )
 
 
 def fields_of(run: Run) -> dict:

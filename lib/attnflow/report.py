@@ -3,7 +3,7 @@
 Each page calls one library function that measures everything the page shows and returns a
 dataclass deriving from :class:`PageReport`. The page then reads as the story::
 
-    rep = focus_report(cfg)       # measurements, derived windows and tolerances
+    rep = page_report(cfg)        # measurements, derived windows and tolerances
     rep.glue()                    # every scalar field glued under its own name for the prose
     rep.figures()                 # the page's figures (matplotlib), each with its provenance
     rep.check_claims()            # the claims with their domains and statistics
@@ -13,6 +13,7 @@ with ``_`` and non-scalar fields (arrays, runs) are not glued. Subclasses implem
 ``check_claims`` and usually ``figures``; reports are unit-tested on small inputs and reused by
 the sweep/atlas, which reads ``claims`` records rather than the notebook.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -13,13 +13,22 @@ at the user's cache folder when the package is not used from a checkout (it sets
 ``ATTNFLOW_DATA_DIR`` / ``ATTNFLOW_CACHE_DIR`` if they are unset; kernels started afterwards —
 papermill's — inherit them). Exported notebooks call it in their set-up cell.
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["book_root", "checkout_root", "packaged_root", "data_dir", "user_cache_dir", "activate",
-           "PACKAGED", "BOOK_FILES"]
+__all__ = [
+    "book_root",
+    "checkout_root",
+    "packaged_root",
+    "data_dir",
+    "user_cache_dir",
+    "activate",
+    "PACKAGED",
+    "BOOK_FILES",
+]
 
 PACKAGED = Path(__file__).resolve().with_name("_book")
 # What the wheel carries under attnflow/_book (relative to the repository root).
@@ -53,8 +62,10 @@ def book_root(start: str | Path | None = None) -> Path:
     root = packaged_root()
     if root is not None:
         return root
-    raise FileNotFoundError("cannot find the attnflow book: not a checkout, no _toc.yml above the current "
-                            "folder, and the installed package carries no attnflow/_book")
+    raise FileNotFoundError(
+        "cannot find the attnflow book: not a checkout, no _toc.yml above the current "
+        "folder, and the installed package carries no attnflow/_book"
+    )
 
 
 def data_dir() -> Path:

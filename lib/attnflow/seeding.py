@@ -30,6 +30,7 @@ Seeds of *replicates* (the focus–dilution pages' ``n_seeds`` data seeds) are c
 a paper's model from the seed itself (the focus–dilution spec's seed-1 draw ``model.init_params``,
 numpy's ``default_rng(seed)``) take the seed unchanged.
 """
+
 from __future__ import annotations
 
 import os

@@ -11,6 +11,7 @@ The interval's width comes from the measured seed-to-seed spread; claims then co
 with the interval (``claims.check_mean``), so a range measured by the spec on a few seeds is a
 target for the mean, not a bound for every seed.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,9 +20,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "FractionInterval", "mean_interval", "fraction", "finite_mean", "enough_seeds", "MIN_SEEDS"]
+__all__ = [
+    "Interval",
+    "FractionInterval",
+    "mean_interval",
+    "fraction",
+    "finite_mean",
+    "enough_seeds",
+    "MIN_SEEDS",
+    "seeds_to_decide",
+    "seeds_to_decide_share",
+]
 
-MIN_SEEDS = 3          # fewest seeds on which a seed statistic is checked (book defaults use ≥ 3)
+MIN_SEEDS = 3  # fewest seeds on which a seed statistic is checked (book defaults use ≥ 3)
 
 
 @dataclass(frozen=True)
@@ -30,7 +41,7 @@ class Interval:
 
     values: tuple[float, ...]
     mean: float
-    sd: float              # sample standard deviation (ddof = 1)
+    sd: float  # sample standard deviation (ddof = 1)
     lo: float
     hi: float
     level: float
@@ -97,19 +108,50 @@ class FractionInterval:
 
 
 def fraction(flags: Sequence[Any], level: float = 0.95) -> FractionInterval:
-    """Fraction of True flags with a Wilson interval (sensible also at 0/n and n/n)."""
+    """Fraction of True flags with a two-sided ``level`` Wilson score interval (scipy.stats; sensible
+    also at 0/n and n/n)."""
     f = np.asarray(flags, dtype=bool).ravel()
     n, k = int(f.size), int(f.sum())
     if n == 0:
         raise ValueError("fraction of no flags")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), received {level!r}")
     from scipy import stats as st  # deferred, as in _t_quantile
 
-    z = float(st.norm.ppf(0.5 + level / 2))             # the normal quantile
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return FractionInterval(k, n, max(0.0, centre - half), min(1.0, centre + half), level)
+    ci = st.binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    return FractionInterval(k, n, max(0.0, float(ci.low)), min(1.0, float(ci.high)), level)
+
+
+def seeds_to_decide_share(above: float, level: float = 0.95) -> int:
+    """The fewest seeds n for which n of n clears a one-sided ``level`` Wilson lower bound above ``above``
+    (3 for a majority at 95 %): fewer seeds cannot decide "most seeds", whatever they show."""
+    for n in range(1, 10_000):
+        if fraction([True] * n, level=2 * level - 1).lo > above:
+            return n
+    raise ValueError(f"no number of seeds decides a share above {above!r}")
+
+
+def seeds_to_decide(iv: Interval, gap: float, level: float = 0.95) -> int | None:
+    """Seeds that would decide a criterion at distance ``gap`` from the mean at the measured spread:
+    the smallest n with t_{n−1}·sd/√n < gap (None when the spread or the gap is zero or undefined)."""
+    if not (np.isfinite(iv.sd) and iv.sd > 0 and np.isfinite(gap) and gap > 0):
+        return None
+    for n in range(max(iv.n, 2), 100_000):
+        if _t_quantile(0.5 + level / 2, n - 1) * iv.sd / math.sqrt(n) < gap:
+            return n
+    return None
+
+
+def seeds_for_equivalence(sd: float, margin: float, level: float = 0.95) -> int:
+    """The fewest values for which an equivalence test (TOST, ``claims.check_mean(target=, margin=)``)
+    can pass at spread ``sd``: the smallest n with t_{n−1}·sd/√n < margin (the mean on the target).
+    Computed from a predicted spread (a closed form), it is a domain condition of the parameters."""
+    if not (np.isfinite(sd) and sd > 0 and np.isfinite(margin) and margin > 0):
+        raise ValueError(f"seeds_for_equivalence needs sd > 0 and margin > 0; received sd={sd!r}, margin={margin!r}")
+    for n in range(2, 100_000):
+        if _t_quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n) < margin:
+            return n
+    raise ValueError(f"seeds_for_equivalence: more than 100000 values needed (sd={sd:g}, margin={margin:g})")
 
 
 def enough_seeds(n: int, minimum: int = MIN_SEEDS) -> tuple[str, bool, str]:

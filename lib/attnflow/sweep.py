@@ -37,6 +37,7 @@ parameters are kept, and training goes on for the others until all are frozen or
 reached. The loss of step k is evaluated at the parameters *before* update k, so a model frozen
 at step k has taken k updates (as a one-model loop with torch's optimizer that stops there).
 """
+
 from __future__ import annotations
 
 import math
@@ -66,9 +67,9 @@ Objective = Callable[[Mapping[str, torch.Tensor], "torch.Tensor | None", torch.T
 class Stacked:
     """One parameter tensor of a group of models, stacked on a leading model axis."""
 
-    value: torch.Tensor      # (P_g, ...) the parameter of each model of the group
-    models: torch.Tensor     # (P_g,) long: index of each slice's model in 0..P−1
-    lr: torch.Tensor         # (P_g,) learning rate of each slice (η_QK or η_OV of its model); float64 for torch's Adam bits
+    value: torch.Tensor  # (P_g, ...) the parameter of each model of the group
+    models: torch.Tensor  # (P_g,) long: index of each slice's model in 0..P−1
+    lr: torch.Tensor  # (P_g,) learning rate of each slice (η_QK or η_OV of its model); float64 for torch's Adam bits
 
 
 @dataclass
@@ -80,17 +81,17 @@ class SweepRun(Run):
     :meth:`final` is each model's value where it stopped (``loss_final``, ``stats_final``). The
     other arrays are (P,)."""
 
-    stopped_at: np.ndarray                   # (P,) step of the matched loss (−1: never reached)
-    diverged: np.ndarray                     # (P,) bool: loss became NaN/inf (on_diverge="mark")
-    loss_final: np.ndarray                   # (P,) loss at the stop step (or at the last step)
-    stats_final: dict[str, np.ndarray]       # name -> (P,) statistics at the stop (or last) step
-    params: dict[str, torch.Tensor]          # name -> (P_g, ...) final (frozen) parameters
-    steps_run: int                           # optimizer steps actually taken
+    stopped_at: np.ndarray  # (P,) step of the matched loss (−1: never reached)
+    diverged: np.ndarray  # (P,) bool: loss became NaN/inf (on_diverge="mark")
+    loss_final: np.ndarray  # (P,) loss at the stop step (or at the last step)
+    stats_final: dict[str, np.ndarray]  # name -> (P,) statistics at the stop (or last) step
+    params: dict[str, torch.Tensor]  # name -> (P_g, ...) final (frozen) parameters
+    steps_run: int  # optimizer steps actually taken
     target_loss: float | None = None
     labels: list[str] = field(default_factory=list)
-    checkpoints: dict[float, dict] = field(default_factory=dict)   # level -> {"step": (P,), "params": {...}}
-    diverged_at: np.ndarray | None = None    # (P,) step at which the loss became NaN/inf (−1: never)
-    records: dict[str, list] = field(default_factory=dict)   # key -> one value of ``record`` per recorded step
+    checkpoints: dict[float, dict] = field(default_factory=dict)  # level -> {"step": (P,), "params": {...}}
+    diverged_at: np.ndarray | None = None  # (P,) step at which the loss became NaN/inf (−1: never)
+    records: dict[str, list] = field(default_factory=dict)  # key -> one value of ``record`` per recorded step
 
     @property
     def steps(self) -> np.ndarray:
@@ -134,15 +135,16 @@ def minibatches(n_samples: int, batch_size: int, seed: int) -> "Callable[[], tor
     def draw() -> torch.Tensor:
         if state["pos"] + batch_size > n_samples:
             state["perm"], state["pos"] = torch.randperm(n_samples, generator=gen), 0
-        idx = state["perm"][state["pos"]: state["pos"] + batch_size]
+        idx = state["perm"][state["pos"] : state["pos"] + batch_size]
         state["pos"] += batch_size
         return idx
 
     return draw
 
 
-def _check(optimizer: str, steps: int, record_every: int, target_loss, on_diverge: str,
-           tensors: Mapping[str, Stacked]) -> None:
+def _check(
+    optimizer: str, steps: int, record_every: int, target_loss, on_diverge: str, tensors: Mapping[str, Stacked]
+) -> None:
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"parameter 'optimizer': received {optimizer!r}; allowed: one of {', '.join(OPTIMIZERS)}")
     if not isinstance(steps, int) or steps < 0:
@@ -158,14 +160,32 @@ def _check(optimizer: str, steps: int, record_every: int, target_loss, on_diverg
             raise ValueError(f"learning rates of {name!r} must be finite and > 0; received {t.lr.tolist()}")
 
 
-def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *, optimizer: str = "gd",
-          steps: int, target_loss: float | None = None, batch_size: int | None = None,
-          n_samples: int | None = None, eval_every: int = 1, record_every: int = 10, momentum: float = 0.0,
-          weight_decay: float = 0.0, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-          seed: int = 0, on_diverge: str = "raise", labels: Sequence[str] | None = None,
-          checkpoints: Sequence[float] = (), step_limits: Sequence[int] | None = None, cpu_threads: int | None = 1,
-          strict_target: bool = False, record: "Callable[[int, Mapping[str, torch.Tensor]], Mapping] | None" = None,
-          desc: str = "sweep") -> SweepRun:
+def train(
+    objective: Objective,
+    tensors: Mapping[str, Stacked],
+    n_models: int,
+    *,
+    optimizer: str = "gd",
+    steps: int,
+    target_loss: float | None = None,
+    batch_size: int | None = None,
+    n_samples: int | None = None,
+    eval_every: int = 1,
+    record_every: int = 10,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+    seed: int = 0,
+    on_diverge: str = "raise",
+    labels: Sequence[str] | None = None,
+    checkpoints: Sequence[float] = (),
+    step_limits: Sequence[int] | None = None,
+    cpu_threads: int | None = 1,
+    strict_target: bool = False,
+    record: "Callable[[int, Mapping[str, torch.Tensor]], Mapping] | None" = None,
+    desc: str = "sweep",
+) -> SweepRun:
     """Train P = ``n_models`` stacked models together for at most ``steps`` optimizer steps.
 
     ``batch_size=None`` is full-batch (the loss that is descended is the training loss, checked
@@ -177,26 +197,69 @@ def train(objective: Objective, tensors: Mapping[str, Stacked], n_models: int, *
     first evaluated step where its loss is ≤ the level (matched comparisons at several losses
     from one run). ``strict_target``: freeze where the loss is strictly below ``target_loss`` (the
     stop rule ``loss < target`` of a single-model loop) instead of ≤. ``step_limits`` (P,): a
-    model still above the target at its own limit is frozen there, unreached (e.g. a budget in gradient-flow time η·steps for models with
-    different η; checked at evaluated steps). ``record(step, params) -> {key: value}``: called
+    model still above the target at its own limit is frozen there, unreached (e.g. a budget in
+    gradient-flow time η·steps for models with different η; checked at evaluated steps).
+    ``record(step, params) -> {key: value}``: called
     (without gradients) at each recorded step, after the objective's evaluation there and before
     that step's update, with the stacked parameters; its values are kept in ``SweepRun.records``,
     one per entry of ``SweepRun.steps`` (an objective may keep what it computed for the hook to
-    read, as the focus–dilution runs keep their attention). ``cpu_threads``: torch intra-op threads during the run on CPU (None: leave as is). The
-    batched ops are small (milliseconds); on a shared 2-core machine two threads measured ~6×
+    read, as the focus–dilution runs keep their attention). ``cpu_threads``: torch intra-op threads
+    during the run on CPU (None: leave as is). The batched ops are small (milliseconds); on a shared
+    2-core machine two threads measured ~6×
     *slower* than one (spin-waiting under contention), so the default is 1.
     """
     with devices.cpu_threads(cpu_threads, blas=False):
-        return _train(objective, tensors, n_models, optimizer=optimizer, steps=steps, target_loss=target_loss,
-                      batch_size=batch_size, n_samples=n_samples, eval_every=eval_every, record_every=record_every,
-                      momentum=momentum, weight_decay=weight_decay, betas=betas, eps=eps, seed=seed,
-                      on_diverge=on_diverge, labels=labels, checkpoints=checkpoints, step_limits=step_limits,
-                      strict_target=strict_target, record=record, desc=desc)
+        return _train(
+            objective,
+            tensors,
+            n_models,
+            optimizer=optimizer,
+            steps=steps,
+            target_loss=target_loss,
+            batch_size=batch_size,
+            n_samples=n_samples,
+            eval_every=eval_every,
+            record_every=record_every,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            betas=betas,
+            eps=eps,
+            seed=seed,
+            on_diverge=on_diverge,
+            labels=labels,
+            checkpoints=checkpoints,
+            step_limits=step_limits,
+            strict_target=strict_target,
+            record=record,
+            desc=desc,
+        )
 
 
-def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch_size, n_samples, eval_every,
-           record_every, momentum, weight_decay, betas, eps, seed, on_diverge, labels, checkpoints,
-           step_limits, strict_target, record, desc) -> SweepRun:
+def _train(
+    objective,
+    tensors,
+    n_models,
+    *,
+    optimizer,
+    steps,
+    target_loss,
+    batch_size,
+    n_samples,
+    eval_every,
+    record_every,
+    momentum,
+    weight_decay,
+    betas,
+    eps,
+    seed,
+    on_diverge,
+    labels,
+    checkpoints,
+    step_limits,
+    strict_target,
+    record,
+    desc,
+) -> SweepRun:
     _check(optimizer, steps, record_every, target_loss, on_diverge, tensors)
     if any(not (math.isfinite(c) and c > 0) or (target_loss is not None and c < target_loss) for c in checkpoints):
         raise ValueError(f"parameter 'checkpoints': received {list(checkpoints)}; allowed: finite levels ≥ target_loss")
@@ -210,12 +273,12 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     names = list(tensors)
     params = {n: tensors[n].value.detach().clone().requires_grad_(True) for n in names}
     slots = {n: tensors[n].models for n in names}
-    rates = {n: tensors[n].lr.to(torch.float64) for n in names}       # (P_g,) as given (float64 keeps torch's bits)
+    rates = {n: tensors[n].lr.to(torch.float64) for n in names}  # (P_g,) as given (float64 keeps torch's bits)
     lrs = {n: rates[n].to(params[n].dtype) for n in names}
     device = params[names[0]].device
-    bufs = {n: torch.zeros_like(params[n]) for n in names}            # momentum / first moment
-    sq = {n: torch.zeros_like(params[n]) for n in names}              # AdamW second moment
-    count = {n: torch.zeros(len(slots[n]), dtype=torch.float64, device=device) for n in names}   # updates taken
+    bufs = {n: torch.zeros_like(params[n]) for n in names}  # momentum / first moment
+    sq = {n: torch.zeros_like(params[n]) for n in names}  # AdamW second moment
+    count = {n: torch.zeros(len(slots[n]), dtype=torch.float64, device=device) for n in names}  # updates taken
     active = torch.ones(n_models, dtype=torch.bool, device=device)
     stopped_at = np.full(n_models, -1)
     diverged = np.zeros(n_models, dtype=bool)
@@ -223,21 +286,23 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
     loss_final = np.full(n_models, np.nan)
     stats_final: dict[str, np.ndarray] = {}
     rec_steps, rec_loss, rec_stats, rec_hook = [], [], {}, {}
-    snaps = {float(c): {"step": np.full(n_models, -1), "params": {n: p.detach().clone() for n, p in params.items()}}
-             for c in checkpoints}
+    snaps = {
+        float(c): {"step": np.full(n_models, -1), "params": {n: p.detach().clone() for n, p in params.items()}}
+        for c in checkpoints
+    }
     t0, steps_run = time.perf_counter(), 0
 
-    def shape(n: str, v: torch.Tensor) -> torch.Tensor:              # (P_g,) -> (P_g, 1, ..., 1)
+    def shape(n: str, v: torch.Tensor) -> torch.Tensor:  # (P_g,) -> (P_g, 1, ..., 1)
         return v.reshape(-1, *([1] * (params[n].dim() - 1)))
 
     for step in progress(range(steps + 1), desc=desc):
         evaluate = batch_size is None or step % eval_every == 0 or step == steps
-        idx = torch.nonzero(active).flatten()                                 # (P_a,) models still training
+        idx = torch.nonzero(active).flatten()  # (P_a,) models still training
         on_np = idx.cpu().numpy()
         loss = None
         if evaluate:
             with torch.set_grad_enabled(batch_size is None):
-                loss, stats = objective(params, None, idx)              # (P_a,), {k: (P_a,)}
+                loss, stats = objective(params, None, idx)  # (P_a,), {k: (P_a,)}
             value = np.full(n_models, np.nan)
             value[on_np] = loss.detach().cpu().double().numpy()
             stats_np = {}
@@ -250,8 +315,10 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
             if bad.any():
                 who = ", ".join(labels[i] for i in np.flatnonzero(bad))
                 if on_diverge == "raise":
-                    raise TrainingDiverged(f"training diverged at step {step} for {who}: loss = "
-                                           f"{value[bad].tolist()}; lower the learning rates or the init scale")
+                    raise TrainingDiverged(
+                        f"training diverged at step {step} for {who}: loss = "
+                        f"{value[bad].tolist()}; lower the learning rates or the init scale"
+                    )
                 diverged |= bad
                 diverged_at[bad] = step
                 now &= ~bad
@@ -265,7 +332,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                 stats_final.setdefault(k, np.full(n_models, np.nan))[last] = v[last]
             loss_final[last] = value[last]
             stopped_at[newly] = step
-            for level, snap in snaps.items():                           # first crossing of each level
+            for level, snap in snaps.items():  # first crossing of each level
                 cross = now & (value <= level) & (snap["step"] < 0)
                 if cross.any():
                     snap["step"][cross] = step
@@ -288,7 +355,7 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                 loss, idx = loss[keep], idx[keep]
         if step == steps or not bool(active.any()):
             break
-        if batch_size is not None:                                      # the loss to descend
+        if batch_size is not None:  # the loss to descend
             idx = torch.nonzero(active).flatten()
             loss, _ = objective(params, draw(), idx)
             finite = torch.isfinite(loss.detach())
@@ -303,10 +370,41 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
         grads = torch.autograd.grad(loss.sum(), [params[n] for n in names], allow_unused=True)
         with torch.no_grad():
             for n, g in zip(names, grads):
-                on = active[slots[n]]                                   # (P_g,) models still training
+                on = active[slots[n]]  # (P_g,) models still training
                 g = torch.zeros_like(params[n]) if g is None else torch.nan_to_num(g)
-                new_p, new_b, new_s = _update(optimizer, params[n], g, bufs[n], sq[n], count[n], shape(n, lrs[n]),
-                                              rates[n], momentum, weight_decay, betas, eps, lambda v: shape(n, v))
+                if bool(on.all()):  # every model of the tensor moves: update in place, no copies
+                    bufs[n], sq[n] = _update_in_place(
+                        optimizer,
+                        params[n],
+                        g,
+                        bufs[n],
+                        sq[n],
+                        count[n],
+                        shape(n, lrs[n]),
+                        rates[n],
+                        momentum,
+                        weight_decay,
+                        betas,
+                        eps,
+                        lambda v: shape(n, v),
+                    )
+                    count[n] = count[n] + 1
+                    continue
+                new_p, new_b, new_s = _update(
+                    optimizer,
+                    params[n],
+                    g,
+                    bufs[n],
+                    sq[n],
+                    count[n],
+                    shape(n, lrs[n]),
+                    rates[n],
+                    momentum,
+                    weight_decay,
+                    betas,
+                    eps,
+                    lambda v: shape(n, v),
+                )
                 m = shape(n, on)
                 params[n].copy_(torch.where(m, new_p, params[n]))
                 bufs[n] = torch.where(m, new_b, bufs[n])
@@ -314,16 +412,77 @@ def _train(objective, tensors, n_models, *, optimizer, steps, target_loss, batch
                 count[n] = count[n] + on.to(count[n].dtype)
         steps_run = step + 1
     if "loss" in rec_stats:
-        raise ValueError("the objective returned a statistic named 'loss'; that name is the training loss "
-                         "of the record, rename the statistic")
-    quantities = {"loss": np.asarray(rec_loss), **{k: np.asarray(v) for k, v in rec_stats.items()}}   # (R, P) each
-    meta = dict(optimizer=optimizer, steps=steps, batch_size=batch_size, eval_every=eval_every,
-                record_every=record_every, momentum=momentum, weight_decay=weight_decay, seed=seed, desc=desc)
-    return SweepRun(t=np.asarray(rec_steps), quantities=quantities, wall_s=time.perf_counter() - t0, meta=meta,
-                    stopped_at=stopped_at, diverged=diverged, loss_final=loss_final, stats_final=stats_final,
-                    params={n: p.detach() for n, p in params.items()}, steps_run=steps_run,
-                    target_loss=target_loss, labels=labels, checkpoints=snaps, diverged_at=diverged_at,
-                    records=rec_hook)
+        raise ValueError(
+            "the objective returned a statistic named 'loss'; that name is the training loss "
+            "of the record, rename the statistic"
+        )
+    quantities = {"loss": np.asarray(rec_loss), **{k: np.asarray(v) for k, v in rec_stats.items()}}  # (R, P) each
+    meta = dict(
+        optimizer=optimizer,
+        steps=steps,
+        batch_size=batch_size,
+        eval_every=eval_every,
+        record_every=record_every,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        seed=seed,
+        desc=desc,
+    )
+    return SweepRun(
+        t=np.asarray(rec_steps),
+        quantities=quantities,
+        wall_s=time.perf_counter() - t0,
+        meta=meta,
+        stopped_at=stopped_at,
+        diverged=diverged,
+        loss_final=loss_final,
+        stats_final=stats_final,
+        params={n: p.detach() for n, p in params.items()},
+        steps_run=steps_run,
+        target_loss=target_loss,
+        labels=labels,
+        checkpoints=snaps,
+        diverged_at=diverged_at,
+        records=rec_hook,
+    )
+
+
+def _update_in_place(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):
+    """:func:`_update` when every slice of ``p`` moves: the same elementwise operations in the same
+    order, written into ``p``, ``buf`` and ``sq`` (so the same bits), without the new tensors and the
+    ``torch.where`` merges of the masked form — on a (P, V, d) embedding those copies were most of a
+    step (issue 23). Returns the new (buf, sq); ``buf`` may be a new tensor (SGD without momentum
+    keeps the gradient itself, as torch does)."""
+    if optimizer == "gd":
+        p.addcmul_(g, lr, value=-1)
+        return buf, sq
+    if optimizer == "sgd":
+        d_p = g.add(p, alpha=weight_decay) if weight_decay else g
+        if not momentum:
+            buf = d_p
+        elif bool((taken == 0).all()):  # torch: buf = clone(d_p) at the first step
+            buf = d_p.clone()
+        elif bool((taken == 0).any()):
+            buf = torch.where(shape(taken == 0), d_p, buf.mul(momentum).add_(d_p))
+        else:
+            buf.mul_(momentum).add_(d_p)
+        p.addcmul_(buf, lr, value=-1)
+        return buf, sq
+    beta1, beta2 = betas
+    if weight_decay:
+        if optimizer == "adam":
+            g = g.add(p, alpha=weight_decay)  # torch.optim.Adam: coupled decay
+        else:  # AdamW: p.mul_(1 − lr·λ), the factor in double
+            p.mul_(shape((1 - lr64 * weight_decay).to(p.dtype)))
+    buf.lerp_(g, 1 - beta1)
+    sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+    t = (taken + 1).tolist()  # torch: step_t.item(), Python-float powers
+    bias1 = torch.tensor([1 - beta1**k for k in t], dtype=torch.float64, device=lr64.device)
+    bias2_sqrt = torch.tensor([(1 - beta2**k) ** 0.5 for k in t], dtype=p.dtype, device=p.device)
+    step_size = shape((-(lr64 / bias1)).to(p.dtype))  # torch: value=−step_size of addcdiv_
+    denom = sq.sqrt().div_(shape(bias2_sqrt)).add_(eps)
+    p.add_(torch.mul(step_size, buf).div_(denom))  # addcdiv_: p + (value·exp_avg) / denom
+    return buf, sq
 
 
 def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):
@@ -341,7 +500,7 @@ def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, b
         return torch.addcmul(p, g, lr, value=-1), buf, sq
     if optimizer == "sgd":
         d_p = g.add(p, alpha=weight_decay) if weight_decay else g
-        if momentum:                                                    # torch: buf = clone(d_p) at the first step
+        if momentum:  # torch: buf = clone(d_p) at the first step
             buf = torch.where(shape(taken == 0), d_p, buf.mul(momentum).add_(d_p))
         else:
             buf = d_p
@@ -349,14 +508,14 @@ def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, b
     beta1, beta2 = betas
     if weight_decay:
         if optimizer == "adam":
-            g = g.add(p, alpha=weight_decay)                            # torch.optim.Adam: coupled decay
-        else:                                                           # AdamW: p.mul_(1 − lr·λ), the factor in double
+            g = g.add(p, alpha=weight_decay)  # torch.optim.Adam: coupled decay
+        else:  # AdamW: p.mul_(1 − lr·λ), the factor in double
             p = p * shape((1 - lr64 * weight_decay).to(p.dtype))
     buf = buf.lerp(g, 1 - beta1)
     sq = sq.mul(beta2).addcmul_(g, g, value=1 - beta2)
-    t = (taken + 1).tolist()                                            # torch: step_t.item(), Python-float powers
-    bias1 = torch.tensor([1 - beta1 ** k for k in t], dtype=torch.float64, device=lr64.device)
-    bias2_sqrt = torch.tensor([(1 - beta2 ** k) ** 0.5 for k in t], dtype=p.dtype, device=p.device)
-    step_size = shape((-(lr64 / bias1)).to(p.dtype))                    # torch: value=−step_size of addcdiv_
+    t = (taken + 1).tolist()  # torch: step_t.item(), Python-float powers
+    bias1 = torch.tensor([1 - beta1**k for k in t], dtype=torch.float64, device=lr64.device)
+    bias2_sqrt = torch.tensor([(1 - beta2**k) ** 0.5 for k in t], dtype=p.dtype, device=p.device)
+    step_size = shape((-(lr64 / bias1)).to(p.dtype))  # torch: value=−step_size of addcdiv_
     denom = (sq.sqrt() / shape(bias2_sqrt)).add_(eps)
-    return p + (step_size * buf) / denom, buf, sq                       # addcdiv_: p + (value·exp_avg) / denom
+    return p + (step_size * buf) / denom, buf, sq  # addcdiv_: p + (value·exp_avg) / denom

@@ -13,6 +13,7 @@ scalar reduction's GD and the focus–dilution training all go through it.
 single model would be trained with; the tests train a model alone with it and compare the
 engine's result bit for bit.
 """
+
 from __future__ import annotations
 
 import math

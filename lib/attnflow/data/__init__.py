@@ -20,6 +20,7 @@ Modules: ``sources`` (hub, local files or stand-in: which source, said in one li
 ``classification`` (labelled sets with relevant-token masks), ``tasks`` (SQuAD, HateXplain, SVA),
 ``corpora`` (WikiText and TinyStories token streams).
 """
+
 from __future__ import annotations
 
 from attnflow.data.classification import ClassificationSet, EncodedSplit, Split
@@ -29,12 +30,34 @@ from attnflow.data.sources import SOURCES, DataSourceError
 from attnflow.data.tasks import load_hatexplain, load_squad, load_sva
 from attnflow.data.tokenizer import WordTokenizer, split_pieces, split_tokens
 
-__all__ = ["load", "LOADERS", "load_squad", "load_hatexplain", "load_sva", "load_wikitext", "load_tinystories",
-           "ClassificationSet", "Split", "EncodedSplit", "Corpus", "TokenStream", "WordTokenizer",
-           "split_tokens", "split_pieces", "DataFileError", "DataSourceError", "SOURCES"]
+__all__ = [
+    "load",
+    "LOADERS",
+    "load_squad",
+    "load_hatexplain",
+    "load_sva",
+    "load_wikitext",
+    "load_tinystories",
+    "ClassificationSet",
+    "Split",
+    "EncodedSplit",
+    "Corpus",
+    "TokenStream",
+    "WordTokenizer",
+    "split_tokens",
+    "split_pieces",
+    "DataFileError",
+    "DataSourceError",
+    "SOURCES",
+]
 
-LOADERS = {"squad": load_squad, "hatexplain": load_hatexplain, "sva": load_sva,
-           "wikitext": load_wikitext, "tinystories": load_tinystories}
+LOADERS = {
+    "squad": load_squad,
+    "hatexplain": load_hatexplain,
+    "sva": load_sva,
+    "wikitext": load_wikitext,
+    "tinystories": load_tinystories,
+}
 
 
 def load(name: str, source: str = "auto", **kwargs) -> ClassificationSet | Corpus:

@@ -6,6 +6,7 @@ changed file raises :class:`DataFileError` naming the file and the command that 
 Tokenized data is cached under ``_build/cache/data/`` keyed on a hash of the data and of the
 tokenization settings, so a changed data file can never be served from a stale cache.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -17,8 +18,17 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["DataFileError", "data_dir", "cache_dir", "manifest", "verified_path", "read_jsonl",
-           "sha256_file", "cached", "REBUILD"]
+__all__ = [
+    "DataFileError",
+    "data_dir",
+    "cache_dir",
+    "manifest",
+    "verified_path",
+    "read_jsonl",
+    "sha256_file",
+    "cached",
+    "REBUILD",
+]
 
 REBUILD = "make data"  # the command that regenerates data/ (scripts/make_data.py; needs the package index)
 RESTORE = "git checkout -- data/"  # the offline remedy in a checkout: the committed files
@@ -26,9 +36,13 @@ RESTORE = "git checkout -- data/"  # the offline remedy in a checkout: the commi
 
 def _remedy(what: str = "it") -> str:
     """What to do about a missing or damaged data file, offline remedy first."""
-    return (f"run `{REBUILD}` to regenerate {what}, or offline restore the committed files with `{RESTORE}` "
-            "(outside a checkout: reinstall attnflow)")
-_CACHE_FORMAT = 1      # bump when the layout of cached objects changes
+    return (
+        f"run `{REBUILD}` to regenerate {what}, or offline restore the committed files with `{RESTORE}` "
+        "(outside a checkout: reinstall attnflow)"
+    )
+
+
+_CACHE_FORMAT = 1  # bump when the layout of cached objects changes
 _verified: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> sha256 already checked
 
 
@@ -53,9 +67,10 @@ def data_dir(override: str | os.PathLike | None = None) -> Path:
         return Path(os.environ["ATTNFLOW_DATA_DIR"])
     root = _repo_root()
     if root is None:
-        raise DataFileError("cannot find the attnflow data folder (data/MANIFEST.json) next to the package "
-                            "or above the current directory; set ATTNFLOW_DATA_DIR, or in the repository "
-                            + _remedy("data/"))
+        raise DataFileError(
+            "cannot find the attnflow data folder (data/MANIFEST.json) next to the package "
+            "or above the current directory; set ATTNFLOW_DATA_DIR, or in the repository " + _remedy("data/")
+        )
     return root / "data"
 
 
@@ -77,8 +92,7 @@ def sha256_file(path: Path) -> str:
 def manifest(directory: Path) -> dict:
     path = directory / "MANIFEST.json"
     if not path.exists():
-        raise DataFileError(f"{path} is missing, so the stand-in data cannot be checked; "
-                            + _remedy("data/"))
+        raise DataFileError(f"{path} is missing, so the stand-in data cannot be checked; " + _remedy("data/"))
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
@@ -93,15 +107,18 @@ def verified_path(filename: str, directory: str | os.PathLike | None = None) -> 
     if entry is None:
         raise DataFileError(f"{path} is not listed in {d / 'MANIFEST.json'}; " + _remedy("data/"))
     if not path.exists():
-        raise DataFileError(f"{path} is missing; " + _remedy()
-                            + " (scripts/make_data.py derives it from pinned registry packages)")
+        raise DataFileError(
+            f"{path} is missing; " + _remedy() + " (scripts/make_data.py derives it from pinned registry packages)"
+        )
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     digest = _verified.get(key) or sha256_file(path)
     if digest != entry["sha256"]:
-        raise DataFileError(f"{path} does not match its sha256 in {d / 'MANIFEST.json'} (expected "
-                            f"{entry['sha256'][:12]}..., found {digest[:12]}...): the file is corrupt or "
-                            "stale; " + _remedy())
+        raise DataFileError(
+            f"{path} does not match its sha256 in {d / 'MANIFEST.json'} (expected "
+            f"{entry['sha256'][:12]}..., found {digest[:12]}...): the file is corrupt or "
+            "stale; " + _remedy()
+        )
     _verified[key] = digest
     return path, digest
 

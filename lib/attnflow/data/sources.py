@@ -12,6 +12,7 @@ notice) or a :class:`DataSourceError` is raised (``"hub"``).
 ``datasets`` (json, csv/tsv or parquet), mapped exactly like the Hub copy: this is how the hub path
 is tested offline, and how a reader uses a copy of a dataset fetched elsewhere.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,12 +26,21 @@ from typing import Any
 
 from attnflow.data.files import cache_dir
 
-__all__ = ["Spec", "Resolved", "DataSourceError", "resolve", "announce", "SOURCES", "hf_offline", "hub_deadline",
-           "HUB_DEADLINE_SECONDS"]
+__all__ = [
+    "Spec",
+    "Resolved",
+    "DataSourceError",
+    "resolve",
+    "announce",
+    "SOURCES",
+    "hf_offline",
+    "hub_deadline",
+    "HUB_DEADLINE_SECONDS",
+]
 
 SOURCES = ("auto", "hub", "standin")
 PROBE_SECONDS = 3.0
-HUB_DEADLINE_SECONDS = 60.0   # the whole load from the Hub (all revisions tried), probe excluded
+HUB_DEADLINE_SECONDS = 60.0  # the whole load from the Hub (all revisions tried), probe excluded
 _probe_result: dict[str, str | None] = {}
 
 
@@ -42,14 +52,14 @@ class DataSourceError(RuntimeError):
 class Spec:
     """What a named dataset is and where its copies live."""
 
-    name: str                  # loader name: "squad", "hatexplain", "sva", "wikitext", "tinystories"
-    real_name: str             # the dataset of the papers, e.g. "SQuAD v1.1"
-    hub_id: str | None         # Hugging Face Hub id, None when no copy is published under a fixed id
-    config: str | None         # Hub configuration (e.g. "wikitext-2-raw-v1")
-    standin_file: str          # file under data/
-    standin_about: str         # what the stand-in is, said in the announcement line
+    name: str  # loader name: "squad", "hatexplain", "sva", "wikitext", "tinystories"
+    real_name: str  # the dataset of the papers, e.g. "SQuAD v1.1"
+    hub_id: str | None  # Hugging Face Hub id, None when no copy is published under a fixed id
+    config: str | None  # Hub configuration (e.g. "wikitext-2-raw-v1")
+    standin_file: str  # file under data/
+    standin_about: str  # what the stand-in is, said in the announcement line
     alt_revision: str | None = None  # Hub revision to try when the default fails (e.g. the parquet
-                                     # conversion of a script-based dataset, which datasets>=4 cannot run)
+    # conversion of a script-based dataset, which datasets>=4 cannot run)
 
 
 @dataclass
@@ -57,9 +67,9 @@ class Resolved:
     """Outcome of :func:`resolve`: either ``dataset`` (a ``datasets.DatasetDict``) or the stand-in."""
 
     standin: bool
-    line: str                  # the announcement (printed once by the loader)
-    dataset: Any = None        # datasets.DatasetDict when not standin
-    origin: str = ""           # "hub:<id>" or "files:<names>" or "standin:<file>"
+    line: str  # the announcement (printed once by the loader)
+    dataset: Any = None  # datasets.DatasetDict when not standin
+    origin: str = ""  # "hub:<id>" or "files:<names>" or "standin:<file>"
 
 
 def hf_offline() -> str | None:
@@ -78,11 +88,12 @@ def _hub_unreachable() -> str | None:
 
         def probe():
             try:
-                urllib.request.urlopen(urllib.request.Request(endpoint + "/api/status", method="HEAD"),
-                                       timeout=PROBE_SECONDS)
+                urllib.request.urlopen(
+                    urllib.request.Request(endpoint + "/api/status", method="HEAD"), timeout=PROBE_SECONDS
+                )
                 outcome[0] = None
             except urllib.error.HTTPError:
-                outcome[0] = None      # the server answered: reachable
+                outcome[0] = None  # the server answered: reachable
             except Exception as err:  # noqa: BLE001 - any failure means unreachable
                 outcome[0] = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
 
@@ -152,8 +163,10 @@ def _builder_for(files: list[str]) -> tuple[str, dict]:
         return "parquet", {}
     if suffixes <= {".txt", ".txt.gz"}:
         return "text", {}
-    raise ValueError(f"data_files must all be .json/.jsonl, .csv, .tsv, .parquet or .txt files "
-                     f"(optionally .gz); received suffixes {sorted(suffixes)}")
+    raise ValueError(
+        f"data_files must all be .json/.jsonl, .csv, .tsv, .parquet or .txt files "
+        f"(optionally .gz); received suffixes {sorted(suffixes)}"
+    )
 
 
 def _flat_files(data_files) -> list[str]:
@@ -165,13 +178,23 @@ def _flat_files(data_files) -> list[str]:
 
 
 def _standin(spec: Spec, reason: str) -> Resolved:
-    line = (f"[attnflow.data] {spec.name}: offline stand-in data/{spec.standin_file} "
-            f"({spec.standin_about}; real {spec.real_name} not used: {reason})")
+    line = (
+        f"[attnflow.data] {spec.name}: offline stand-in data/{spec.standin_file} "
+        f"({spec.standin_about}; real {spec.real_name} not used: {reason})"
+    )
     return Resolved(True, line, origin=f"standin:{spec.standin_file}")
 
 
-def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | None = None,
-            config: str | None = None, builder: str | None = None, **load_kwargs) -> Resolved:
+def resolve(
+    spec: Spec,
+    source: str = "auto",
+    *,
+    data_files=None,
+    hub_id: str | None = None,
+    config: str | None = None,
+    builder: str | None = None,
+    **load_kwargs,
+) -> Resolved:
     """Pick the source (see the module docstring); loads the real data when it is chosen."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, received {source!r}")
@@ -187,11 +210,15 @@ def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | 
             raise FileNotFoundError(f"data_files for {spec.name}: {missing} do not exist")
         name, kwargs = (builder, {}) if builder else _builder_for(files)
         import datasets  # deferred: importing datasets costs ~1.5 s
-        ds = datasets.load_dataset(name, data_files=data_files, cache_dir=str(cache_dir() / "hf-local"),
-                                   **{**kwargs, **load_kwargs})
+
+        ds = datasets.load_dataset(
+            name, data_files=data_files, cache_dir=str(cache_dir() / "hf-local"), **{**kwargs, **load_kwargs}
+        )
         shown = ", ".join(Path(f).name for f in files)
-        line = (f"[attnflow.data] {spec.name}: real-format {spec.real_name} records from local files "
-                f"{shown} (through datasets, {name} builder)")
+        line = (
+            f"[attnflow.data] {spec.name}: real-format {spec.real_name} records from local files "
+            f"{shown} (through datasets, {name} builder)"
+        )
         return Resolved(False, line, ds, origin=f"files:{shown}")
 
     hub_id = hub_id or spec.hub_id
@@ -204,6 +231,7 @@ def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | 
         reason = _hub_unreachable()
     if reason is None:
         import datasets  # deferred, as above
+
         revisions = [load_kwargs.pop("revision", None)]
         if revisions[0] is None and spec.alt_revision and hub_id == spec.hub_id:
             revisions.append(spec.alt_revision)
@@ -224,8 +252,10 @@ def resolve(spec: Spec, source: str = "auto", *, data_files=None, hub_id: str | 
             line = f"[attnflow.data] {spec.name}: real {spec.real_name} from {where} ({shown})"
             return Resolved(False, line, ds, origin=f"hub:{shown}")
     if source == "hub":
-        raise DataSourceError(f"{spec.name}: source='hub' was asked for but {reason}. Use source='auto' or "
-                              f"'standin' for the offline stand-in data/{spec.standin_file}.")
+        raise DataSourceError(
+            f"{spec.name}: source='hub' was asked for but {reason}. Use source='auto' or "
+            f"'standin' for the offline stand-in data/{spec.standin_file}."
+        )
     return _standin(spec, reason)
 
 

@@ -4,6 +4,7 @@ or from its offline stand-in under data/ (see data/README.md for what each stand
 
 Both paths give the same :class:`~attnflow.data.classification.ClassificationSet` schema.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,18 +19,35 @@ from attnflow.data.tokenizer import split_tokens, token_spans
 
 __all__ = ["load_squad", "load_hatexplain", "load_sva", "SPECS"]
 
-SEP = "<sep>"   # between question and context (the tokenizer's id 2)
+SEP = "<sep>"  # between question and context (the tokenizer's id 2)
 SPECS = {
-    "squad": Spec("squad", "SQuAD v1.1", "rajpurkar/squad", None, "squad_standin.jsonl.gz",
-                  "cloze QA over real Wikipedia paragraphs, not SQuAD's crowd-written questions"),
-    "hatexplain": Spec("hatexplain", "HateXplain", "Hate-speech-CNERG/hatexplain", None,
-                       "hatexplain_standin.jsonl.gz",
-                       "human-rated sentiment of tweets and review/editorial snippets, not hate speech",
-                       alt_revision="refs/convert/parquet"),
-    "sva": Spec("sva", "subject-verb agreement (Linzen et al. 2016)", None, None, "sva_standin.jsonl.gz",
-                "agreement cases mined from Wikipedia and Shakespeare plus Marvin & Linzen-style templates"),
+    "squad": Spec(
+        "squad",
+        "SQuAD v1.1",
+        "rajpurkar/squad",
+        None,
+        "squad_standin.jsonl.gz",
+        "cloze QA over real Wikipedia paragraphs, not SQuAD's crowd-written questions",
+    ),
+    "hatexplain": Spec(
+        "hatexplain",
+        "HateXplain",
+        "Hate-speech-CNERG/hatexplain",
+        None,
+        "hatexplain_standin.jsonl.gz",
+        "human-rated sentiment of tweets and review/editorial snippets, not hate speech",
+        alt_revision="refs/convert/parquet",
+    ),
+    "sva": Spec(
+        "sva",
+        "subject-verb agreement (Linzen et al. 2016)",
+        None,
+        None,
+        "sva_standin.jsonl.gz",
+        "agreement cases mined from Wikipedia and Shakespeare plus Marvin & Linzen-style templates",
+    ),
 }
-HATEXPLAIN_LABELS = ("hatespeech", "normal", "offensive")   # the Hub's ClassLabel order
+HATEXPLAIN_LABELS = ("hatespeech", "normal", "offensive")  # the Hub's ClassLabel order
 SENTIMENT_LABELS = ("negative", "neutral", "positive")
 NUMBER_LABELS = ("singular", "plural")
 
@@ -39,14 +57,15 @@ def _split_key(tokens: list[str]) -> int:
 
 
 def _finish(spec: Spec, resolved, task, label_names, splits, data_hash, truncate="right") -> ClassificationSet:
-    if "validation" not in splits and "test" not in splits:    # one file only: hold out 10% by content
+    if "validation" not in splits and "test" not in splits:  # one file only: hold out 10% by content
         whole = splits.pop("train")
         held = [k for k, t in enumerate(whole.tokens) if _split_key(t) == 0]
         rest = sorted(set(range(len(whole))) - set(held))
         splits = {"train": whole.subset(rest), "test": whole.subset(held)}
     announce(resolved.line)
-    return ClassificationSet(spec.name, spec.real_name, resolved.line, resolved.standin, task, label_names,
-                             splits, data_hash, truncate)
+    return ClassificationSet(
+        spec.name, spec.real_name, resolved.line, resolved.standin, task, label_names, splits, data_hash, truncate
+    )
 
 
 def _standin_records(spec: Spec, data_dir) -> tuple[dict[str, list[dict]], str]:
@@ -67,7 +86,9 @@ def _hf_splits(ds) -> dict:
 
 
 # ------------------------------------------------------------------------------------- SQuAD
-def load_squad(source: str = "auto", *, data_files=None, hub_id=None, data_dir=None, **load_kwargs) -> ClassificationSet:
+def load_squad(
+    source: str = "auto", *, data_files=None, hub_id=None, data_dir=None, **load_kwargs
+) -> ClassificationSet:
     """SQuAD v1.1 as a span task: tokens = question + <sep> + context, label = index of the answer's
     first token, relevant = the answer span. Real records need ``question``, ``context`` and
     ``answers`` {``text``, ``answer_start``} (the Hub schema); the first answer is used."""
@@ -82,7 +103,7 @@ def load_squad(source: str = "auto", *, data_files=None, hub_id=None, data_dir=N
                 offset = len(r["question"]) + 1
                 toks = r["question"] + [SEP] + r["context"]
                 rel = np.zeros(len(toks), dtype=bool)
-                rel[offset + r["answer_start"]: offset + r["answer_end"]] = True
+                rel[offset + r["answer_start"] : offset + r["answer_end"]] = True
                 tokens.append(toks)
                 labels.append(offset + r["answer_start"])
                 relevant.append(rel)
@@ -109,7 +130,7 @@ def _squad_split(rows) -> Split:
         offset = len(question) + 1
         toks = question + [SEP] + [r["context"][s:e] for s, e in spans]
         rel = np.zeros(len(toks), dtype=bool)
-        rel[offset + inside[0]: offset + inside[-1] + 1] = True
+        rel[offset + inside[0] : offset + inside[-1] + 1] = True
         tokens.append(toks)
         labels.append(offset + inside[0])
         relevant.append(rel)
@@ -119,8 +140,9 @@ def _squad_split(rows) -> Split:
 
 
 # -------------------------------------------------------------------------------- HateXplain
-def load_hatexplain(source: str = "auto", *, data_files=None, hub_id=None, data_dir=None,
-                    **load_kwargs) -> ClassificationSet:
+def load_hatexplain(
+    source: str = "auto", *, data_files=None, hub_id=None, data_dir=None, **load_kwargs
+) -> ClassificationSet:
     """Three-way post classification with token rationales. Real records (Hub schema): ``post_tokens``,
     ``annotators`` {``label``: one per annotator}, ``rationales`` (one 0/1 list per annotator who
     marked one). Label = annotator majority (ties dropped, as in the HateXplain paper); relevant =
@@ -130,11 +152,19 @@ def load_hatexplain(source: str = "auto", *, data_files=None, hub_id=None, data_
     if resolved.standin:
         by_split, digest = _standin_records(spec, data_dir)
         index = {name: k for k, name in enumerate(SENTIMENT_LABELS)}
-        splits = {name: Split([r["tokens"] for r in recs], [index[r["label"]] for r in recs],
-                              [np.asarray(r["relevant"], dtype=bool) for r in recs],
-                              {"id": [r["id"] for r in recs], "genre": [r["genre"] for r in recs],
-                               "mean_rating": [r["mean_rating"] for r in recs]})
-                  for name, recs in by_split.items()}
+        splits = {
+            name: Split(
+                [r["tokens"] for r in recs],
+                [index[r["label"]] for r in recs],
+                [np.asarray(r["relevant"], dtype=bool) for r in recs],
+                {
+                    "id": [r["id"] for r in recs],
+                    "genre": [r["genre"] for r in recs],
+                    "mean_rating": [r["mean_rating"] for r in recs],
+                },
+            )
+            for name, recs in by_split.items()
+        }
         return _finish(spec, resolved, "classification", SENTIMENT_LABELS, splits, digest)
     splits = {name: _hatexplain_split(split) for name, split in _hf_splits(resolved.dataset).items()}
     return _finish(spec, resolved, "classification", HATEXPLAIN_LABELS, splits, _hf_hash(resolved.dataset))
@@ -168,14 +198,18 @@ def load_sva(source: str = "auto", *, data_files=None, hub_id=None, data_dir=Non
     if resolved.standin:
         by_split, digest = _standin_records(spec, data_dir)
         index = {name: k for k, name in enumerate(NUMBER_LABELS)}
-        splits = {name: Split([r["tokens"] for r in recs], [index[r["label"]] for r in recs],
-                              [np.asarray(r["relevant"], dtype=bool) for r in recs],
-                              {k: [r[k] for r in recs] for k in ("id", "verb", "n_attractors", "source")})
-                  for name, recs in by_split.items()}
+        splits = {
+            name: Split(
+                [r["tokens"] for r in recs],
+                [index[r["label"]] for r in recs],
+                [np.asarray(r["relevant"], dtype=bool) for r in recs],
+                {k: [r[k] for r in recs] for k in ("id", "verb", "n_attractors", "source")},
+            )
+            for name, recs in by_split.items()
+        }
         return _finish(spec, resolved, "classification", NUMBER_LABELS, splits, digest, truncate="left")
     splits = {name: _sva_split(split) for name, split in _hf_splits(resolved.dataset).items()}
-    return _finish(spec, resolved, "classification", NUMBER_LABELS, splits, _hf_hash(resolved.dataset),
-                   truncate="left")
+    return _finish(spec, resolved, "classification", NUMBER_LABELS, splits, _hf_hash(resolved.dataset), truncate="left")
 
 
 def _sva_split(rows) -> Split:

@@ -17,6 +17,7 @@ Two ways of cutting text, one class:
 The vocabulary is ``<pad>``, ``<unk>``, ``<sep>``, then the kept units by decreasing training
 count (ties in code-point order): the same text and cap give the same ids on every machine.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,7 @@ from typing import Iterable, Sequence
 
 __all__ = ["WordTokenizer", "split_tokens", "token_spans", "split_pieces", "SCHEMES", "SPECIALS", "OOV_MODES"]
 
-_NUMBER = r"\d+(?:[.,]\d+)*(?!\w)"   # "3.5", "1,000"; "17th" is a word
+_NUMBER = r"\d+(?:[.,]\d+)*(?!\w)"  # "3.5", "1,000"; "17th" is a word
 _WORD = r"\w+(?:['’]\w+)*"
 _TOKEN_RE = re.compile(rf"{_NUMBER}|{_WORD}|[^\w\s]")
 _PIECE_RE = {
@@ -61,8 +62,7 @@ class WordTokenizer:
     :meth:`from_text` (corpora, lossless pieces with single-character fallback).
     """
 
-    def __init__(self, vocab: Sequence[str], *, lowercase: bool = False, scheme: str | None = None,
-                 oov: str = "unk"):
+    def __init__(self, vocab: Sequence[str], *, lowercase: bool = False, scheme: str | None = None, oov: str = "unk"):
         if tuple(vocab[: len(SPECIALS)]) != SPECIALS:
             raise ValueError(f"a vocabulary must start with {SPECIALS}, received {tuple(vocab[:3])}")
         if scheme is not None and scheme not in _PIECE_RE:
@@ -72,7 +72,7 @@ class WordTokenizer:
         self.vocab = list(vocab)
         self.oov = oov
         self.lowercase = lowercase
-        self.scheme = scheme            # None: token mode only (no lossless text round trip)
+        self.scheme = scheme  # None: token mode only (no lossless text round trip)
         self.index = {u: i for i, u in enumerate(self.vocab)}
         if len(self.index) != len(self.vocab):
             raise ValueError("the vocabulary holds a unit twice")
@@ -83,28 +83,30 @@ class WordTokenizer:
         return len(self.vocab)
 
     def __repr__(self) -> str:
-        return (f"WordTokenizer(size={len(self)}, scheme={self.scheme!r}, lowercase={self.lowercase}, "
-                f"oov={self.oov!r})")
+        return f"WordTokenizer(size={len(self)}, scheme={self.scheme!r}, lowercase={self.lowercase}, oov={self.oov!r})"
 
     def _norm(self, unit: str) -> str:
         return unit.lower() if self.lowercase else unit
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_tokens(cls, token_lists: Iterable[Sequence[str]], vocab_size: int = 5000,
-                    *, lowercase: bool = True, min_count: int = 1) -> "WordTokenizer":
+    def from_tokens(
+        cls, token_lists: Iterable[Sequence[str]], vocab_size: int = 5000, *, lowercase: bool = True, min_count: int = 1
+    ) -> "WordTokenizer":
         """Vocabulary of the ``vocab_size`` most frequent tokens (specials included)."""
         _check_size(vocab_size, minimum=len(SPECIALS) + 1)
         counts: Counter[str] = Counter()
         for tokens in token_lists:
             counts.update(t.lower() if lowercase else t for t in tokens)
-        kept = [u for u, c in sorted(counts.items(), key=lambda uc: (-uc[1], uc[0]))
-                if c >= min_count and u not in SPECIALS]
+        kept = [
+            u for u, c in sorted(counts.items(), key=lambda uc: (-uc[1], uc[0])) if c >= min_count and u not in SPECIALS
+        ]
         return cls(list(SPECIALS) + kept[: vocab_size - len(SPECIALS)], lowercase=lowercase)
 
     @classmethod
-    def from_text(cls, text: str, vocab_size: int = 4096, *, scheme: str = "words",
-                  lowercase: bool = False, oov: str = "unk") -> "WordTokenizer":
+    def from_text(
+        cls, text: str, vocab_size: int = 4096, *, scheme: str = "words", lowercase: bool = False, oov: str = "unk"
+    ) -> "WordTokenizer":
         """Vocabulary of the most frequent pieces of ``text`` up to the cap; with ``oov="chars"``
         all its characters are kept first, so any piece can be spelled.
 
@@ -123,7 +125,8 @@ class WordTokenizer:
             if room < 0:
                 raise ValueError(
                     f"vocab_size={vocab_size} is below the {len(SPECIALS) + len(chars)} ids needed for "
-                    f"the specials and the {len(chars)} distinct characters of the text; raise vocab_size")
+                    f"the specials and the {len(chars)} distinct characters of the text; raise vocab_size"
+                )
             kept = set(chars) | set([u for u in by_count if len(u) > 1][:room])
         else:
             kept = set(by_count[: vocab_size - len(SPECIALS)])
@@ -144,8 +147,10 @@ class WordTokenizer:
         """Ids of ``text``; :meth:`decode` gives the text back (lower-cased if ``lowercase``) when
         every piece is in the vocabulary, or always with ``oov="chars"`` (see the module docstring)."""
         if self.scheme is None:
-            raise ValueError("this tokenizer was built from tokens (no whitespace model); "
-                             "use encode_tokens, or build one with WordTokenizer.from_text")
+            raise ValueError(
+                "this tokenizer was built from tokens (no whitespace model); "
+                "use encode_tokens, or build one with WordTokenizer.from_text"
+            )
         get, ids = self.index.get, []
         for piece in split_pieces(self._norm(text), self.scheme):
             i = get(piece)

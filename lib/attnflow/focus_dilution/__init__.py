@@ -12,6 +12,8 @@ Theory modules:
 - ``spectrum``      the flow's Jacobian at a critical point, by block; the redistribution drive.
 - ``runs``          population gradient flows (BDF + autograd Jacobian), Euler, projections.
 - ``escape``        escape statistics of the δ-sweep and the Lyapunov–Schmidt limit.
+- ``transverse``    R5's transverse forecast from a named earlier state (drive, growing mode, gain to the
+                    horizon) and the domains it gives the escape claims.
 - ``contracts``, ``pagesetup``, ``targets``  page parameters (every page's schema), the pages' set-up
   (one seeding policy) and the spec's regression targets.
 
@@ -23,5 +25,6 @@ Training, data and analysis modules:
 - ``stages``        the stage detector of the focus–dilution cycle (no hand-picked times).
 - ``pca``           PCA of the embedding trajectories h_k(t).
 - ``realtext``      the model on real text and its Markov (bigram) approximation.
+- ``figures``       figure functions of the pages, taking run records (first: ``condensation_stage``).
 - ``reports``       the page reports: one module per page, measuring what the page shows.
 """

@@ -12,6 +12,7 @@ without a unique stationary distribution (reducible, or a transient token) raise
 :class:`ChainError` naming the row or token, the value received and what is allowed.
 ``sample_sequences`` draws finite token sequences for finite-sample training (spec §5.2, Q7).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,8 +20,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-__all__ = ["MarkovChain", "ChainError", "from_matrix", "hub_family", "dirichlet_chain", "stationary",
-           "asymmetry_direction", "max_delta", "sample_sequences", "REFERENCE"]
+__all__ = [
+    "MarkovChain",
+    "ChainError",
+    "from_matrix",
+    "hub_family",
+    "dirichlet_chain",
+    "stationary",
+    "asymmetry_direction",
+    "max_delta",
+    "sample_sequences",
+    "REFERENCE",
+]
 
 ROW_TOL = 1e-9  # a row sum may differ from 1 by this much (float input), then it is renormalised
 # The reference chain of every regression target (spec §5.2 defaults, δ = 0).
@@ -35,10 +46,10 @@ class ChainError(ValueError):
 class MarkovChain:
     """A validated Markov chain: P (d, d) row-stochastic, π (d,) its stationary distribution."""
 
-    P: np.ndarray                      # (d, d) transition matrix, P[i, j] = Pr(next = j | now = i)
-    pi: np.ndarray                     # (d,) stationary distribution, πᵀP = πᵀ, π > 0
+    P: np.ndarray  # (d, d) transition matrix, P[i, j] = Pr(next = j | now = i)
+    pi: np.ndarray  # (d,) stationary distribution, πᵀP = πᵀ, π > 0
     name: str = "user"
-    meta: dict = field(default_factory=dict)   # construction parameters (family constants, seed)
+    meta: dict = field(default_factory=dict)  # construction parameters (family constants, seed)
 
     @property
     def d(self) -> int:
@@ -61,6 +72,11 @@ class MarkovChain:
         """The most frequent token (token 0 in the hub family)."""
         return int(np.argmax(self.pi))
 
+    @property
+    def rare(self) -> np.ndarray:
+        """The other tokens, every token but :attr:`hub` (the rare tokens of the hub family), ascending."""
+        return np.flatnonzero(np.arange(self.d) != self.hub)
+
     def unigram_entropy(self) -> float:
         """H(π) = −Σ π_k log π_k: the loss at the unigram saddle θ_c¹ (claim B4)."""
         return float(-(self.pi * np.log(self.pi)).sum())
@@ -72,8 +88,10 @@ class MarkovChain:
 
     def tensors(self, dtype=torch.float64, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
         """(P, π) as torch tensors."""
-        return (torch.as_tensor(self.P, dtype=dtype, device=device),
-                torch.as_tensor(self.pi, dtype=dtype, device=device))
+        return (
+            torch.as_tensor(self.P, dtype=dtype, device=device),
+            torch.as_tensor(self.pi, dtype=dtype, device=device),
+        )
 
 
 def stationary(P: np.ndarray) -> np.ndarray:
@@ -86,7 +104,8 @@ def stationary(P: np.ndarray) -> np.ndarray:
     if null != 1:
         raise ChainError(
             f"the chain has {null} independent stationary distributions; a unique one is required "
-            f"(the chain must have a single closed class of tokens). Received P =\n{np.round(P, 4)}")
+            f"(the chain must have a single closed class of tokens). Received P =\n{np.round(P, 4)}"
+        )
     pi = Vt[-1]
     pi = pi / pi.sum()
     if np.any(pi <= 1e-12):
@@ -94,7 +113,8 @@ def stationary(P: np.ndarray) -> np.ndarray:
         raise ChainError(
             f"token(s) {bad} have stationary probability {np.round(pi[bad], 14).tolist()}: they are never "
             "visited in stationarity; allowed: an irreducible chain (every π_k > 0), since the model "
-            "attends with weights ∝ π_k and the closed forms use log π")
+            "attends with weights ∝ π_k and the closed forms use log π"
+        )
     return pi
 
 
@@ -125,8 +145,9 @@ def asymmetry_direction(n_low: int, seed: int = 0) -> np.ndarray:
     return xi - xi.mean()
 
 
-def hub_family(n_low: int = 4, a_h: float = 0.5, b_h: float = 0.3, c_cyc: float = 0.4,
-               delta: float = 0.0, xi_seed: int = 0) -> MarkovChain:
+def hub_family(
+    n_low: int = 4, a_h: float = 0.5, b_h: float = 0.3, c_cyc: float = 0.4, delta: float = 0.0, xi_seed: int = 0
+) -> MarkovChain:
     """The hub + low-frequency family of spec §5.2 (token 0 = hub, 1..n = low tokens).
 
     Hub row: P_00 = a_h, P_0j = (1 − a_h)/n. Low row j: P_j0 = b_h (1 + δ ξ_j); the remaining mass
@@ -135,8 +156,7 @@ def hub_family(n_low: int = 4, a_h: float = 0.5, b_h: float = 0.3, c_cyc: float 
     """
     for name, v, lo, hi in (("a_h", a_h, 0.0, 1.0), ("b_h", b_h, 0.0, 1.0), ("c_cyc", c_cyc, 0.0, 1.0)):
         if not (lo <= v < hi) or (name == "b_h" and v == 0):
-            raise ChainError(f"{name} = {v!r} is outside the allowed range "
-                             f"{'(0, 1)' if name == 'b_h' else '[0, 1)'}")
+            raise ChainError(f"{name} = {v!r} is outside the allowed range {'(0, 1)' if name == 'b_h' else '[0, 1)'}")
     if int(n_low) != n_low or n_low < 2:
         raise ChainError(f"n_low = {n_low!r}; allowed: an integer ≥ 2 (at least two low-frequency tokens)")
     n, d = int(n_low), int(n_low) + 1
@@ -150,13 +170,13 @@ def hub_family(n_low: int = 4, a_h: float = 0.5, b_h: float = 0.3, c_cyc: float 
             raise ChainError(
                 f"delta = {delta!r} makes P[{j}, 0] = b_h (1 + δ ξ_{j}) = {b_j:.4g} leave (0, 1) "
                 f"(ξ = {np.round(xi, 3).tolist()}); allowed for b_h = {b_h}: "
-                f"{-max_delta(b_h, -xi):.3g} < δ < {max_delta(b_h, xi):.3g}")
+                f"{-max_delta(b_h, -xi):.3g} < δ < {max_delta(b_h, xi):.3g}"
+            )
         P[j, 0] = b_j
         P[j, 1:] = (1 - b_j) * (1 - c_cyc) / n
         P[j, 1 + (j % n)] += (1 - b_j) * c_cyc
     meta = dict(n_low=n, a_h=a_h, b_h=b_h, c_cyc=c_cyc, delta=delta, xi_seed=xi_seed, xi=xi)
-    return from_matrix(P, name=f"hub family (n={n}, a_h={a_h:g}, b_h={b_h:g}, c_cyc={c_cyc:g}, δ={delta:g})",
-                       meta=meta)
+    return from_matrix(P, name=f"hub family (n={n}, a_h={a_h:g}, b_h={b_h:g}, c_cyc={c_cyc:g}, δ={delta:g})", meta=meta)
 
 
 def max_delta(b_h: float, xi: np.ndarray) -> float:
@@ -174,8 +194,9 @@ def dirichlet_chain(d: int, seed: int = 0, concentration: float = 1.0) -> Markov
     return from_matrix(P, name=f"Dirichlet chain (d={d}, seed={seed})", meta=dict(d=d, seed=seed))
 
 
-def sample_sequences(chain: MarkovChain, n_samples: int, seq_len: int,
-                     generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_sequences(
+    chain: MarkovChain, n_samples: int, seq_len: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """N token sequences of length s + 1 started in stationarity, (N, s + 1) int64.
 
     Columns 0..s−1 are the context x_1..x_s (the last one is the query); column s is the target
@@ -183,7 +204,7 @@ def sample_sequences(chain: MarkovChain, n_samples: int, seq_len: int,
     """
     P, pi = chain.tensors()
     x = torch.empty(n_samples, seq_len + 1, dtype=torch.long)
-    x[:, 0] = torch.multinomial(pi, n_samples, replacement=True, generator=generator)      # (N,)
+    x[:, 0] = torch.multinomial(pi, n_samples, replacement=True, generator=generator)  # (N,)
     for t in range(1, seq_len + 1):
-        x[:, t] = torch.multinomial(P[x[:, t - 1]], 1, generator=generator).squeeze(1)     # (N,)
+        x[:, t] = torch.multinomial(P[x[:, t - 1]], 1, generator=generator).squeeze(1)  # (N,)
     return x

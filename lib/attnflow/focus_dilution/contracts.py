@@ -3,20 +3,36 @@
 One schema per page: the theory pages (CONDENSATION, UNIGRAM_SADDLE, FOCUS, DILUTION, ESCAPE) and the
 training pages (CYCLE, FINITE_SAMPLE, ROBUSTNESS, PCA_TRAJECTORIES, with their cost estimates). Every
 rule a page's parameters must satisfy is a rule of its schema, so a bad value stops the run before any
-computation (exit 2) with the rule that failed. Every page shares the chain and model parameters below; ``make_chain(cfg)`` builds the chain,
-``is_reference(cfg)`` says whether the spec's regression targets (claims B12–B17) apply:
+computation (exit 2) with the rule that failed. Every page shares the chain and model parameters
+below; ``make_chain(cfg)`` builds the chain, ``is_reference(cfg)`` says whether the spec's regression
+targets (claims B12–B17) apply:
 they were computed for the §5.2 chain with n = 4, a_h = 0.5, b_h = 0.3, c_cyc = 0.4, m = 8,
 c = 1, ε = 10⁻³ and init seed 1; for any other chain a page checks the closed forms against
 the flow and reports (not checks) the spec's numbers.
 """
+
 from __future__ import annotations
 
 from attnflow.device import DEVICES
 from attnflow.focus_dilution.chain import REFERENCE, ChainError, MarkovChain, dirichlet_chain, hub_family
 from attnflow.params import Param, ParameterError, Schema
 
-__all__ = ["CONDENSATION", "UNIGRAM_SADDLE", "FOCUS", "DILUTION", "ESCAPE", "CYCLE", "FINITE_SAMPLE", "ROBUSTNESS",
-           "PCA_TRAJECTORIES", "make_chain", "is_reference", "REFERENCE_MODEL", "COSTS", "MAX_TOKENS"]
+__all__ = [
+    "CONDENSATION",
+    "UNIGRAM_SADDLE",
+    "FOCUS",
+    "DILUTION",
+    "ESCAPE",
+    "CYCLE",
+    "FINITE_SAMPLE",
+    "ROBUSTNESS",
+    "PCA_TRAJECTORIES",
+    "make_chain",
+    "is_reference",
+    "REFERENCE_MODEL",
+    "COSTS",
+    "MAX_TOKENS",
+]
 
 MAX_TOKENS = 10**11
 """Most sampled tokens a page may ask for (seeds × N × s): the sampler walks every token (about
@@ -27,9 +43,12 @@ REFERENCE_MODEL = dict(d_model=8, init_scale=1e-3, score_scale=1.0, seed=1)
 
 def _chain_params(delta_default_doc: str = "asymmetry δ among the low-frequency tokens (0: symmetric)") -> dict:
     return dict(
-        chain=Param(str, doc="chain: 'hub' = the spec's hub + low-frequency family (§5.2); "
-                             "'dirichlet' = random rows Dirichlet(1) with d = n_low + 1 tokens",
-                    choices=("hub", "dirichlet")),
+        chain=Param(
+            str,
+            doc="chain: 'hub' = the spec's hub + low-frequency family (§5.2); "
+            "'dirichlet' = random rows Dirichlet(1) with d = n_low + 1 tokens",
+            choices=("hub", "dirichlet"),
+        ),
         n_low=Param(int, 2, 12, "n, number of low-frequency tokens (vocabulary d = n + 1)"),
         a_h=Param(float, 0.0, 1.0, "a_h = P(hub → hub), the stickiness of the hub", lo_open=True, hi_open=True),
         b_h=Param(float, 0.0, 1.0, "b_h = P(low → hub) before the asymmetry", lo_open=True, hi_open=True),
@@ -43,8 +62,9 @@ def _model_params() -> dict:
     return dict(
         d_model=Param(int, 1, 64, "m, embedding width (W0 is d×m)"),
         init_scale=Param(float, 0.0, 0.1, "ε, std of the i.i.d. Gaussian initialization", lo_open=True),
-        score_scale=Param(float, 0.0, 10.0, "c, score scale (1 in the reference runs, 1/√m likely in the paper)",
-                          lo_open=True),
+        score_scale=Param(
+            float, 0.0, 10.0, "c, score scale (1 in the reference runs, 1/√m likely in the paper)", lo_open=True
+        ),
         seed=Param(int, 0, 2**31 - 1, "seed of the initialization (1 in the spec's listing)"),
     )
 
@@ -60,7 +80,7 @@ def make_chain(cfg) -> MarkovChain:
 
 
 def _valid_chain(cfg) -> bool:
-    make_chain(cfg)          # raises a ParameterError with the reason
+    make_chain(cfg)  # raises a ParameterError with the reason
     return True
 
 
@@ -75,8 +95,13 @@ def is_reference(cfg, model: bool = True, delta: bool = True) -> bool:
 
 
 def _schema(key: str, *rules, **extra: Param) -> Schema:
-    return Schema(f"focus_dilution/{key}", requires=[(_valid_chain, "the chain parameters define a valid chain"), *rules],
-                  **_chain_params(), **_model_params(), **extra)
+    return Schema(
+        f"focus_dilution/{key}",
+        requires=[(_valid_chain, "the chain parameters define a valid chain"), *rules],
+        **_chain_params(),
+        **_model_params(),
+        **extra,
+    )
 
 
 def _fit_window_ordered(cfg) -> bool:
@@ -95,37 +120,68 @@ def _fit_window_in_horizon(cfg) -> bool:
 CONDENSATION = _schema(
     "condensation",
     horizon=Param(float, 1.0, 1e5, "end time of the flow (extended to 2.5 T₁ = 2.5 log(1/ε)/σ0 if shorter)"),
-    fit_window=Param(list, 0.0, 50.0, "window of the growth-rate fit, in units of 1/σ0 "
-                     "(spec: t ∈ [20, 40] ≈ [1.9, 3.8]/σ0)", item=float, min_len=2, max_len=2),
+    fit_window=Param(
+        list,
+        0.0,
+        50.0,
+        "window of the growth-rate fit, in units of 1/σ0 (spec: t ∈ [20, 40] ≈ [1.9, 3.8]/σ0)",
+        item=float,
+        min_len=2,
+        max_len=2,
+    ),
     euler_dt=Param(float, 1e-3, 0.5, "step of the explicit Euler comparison run (the spec's Δt = 0.05)"),
 )
 CONDENSATION.requires = CONDENSATION.requires + (
     (_fit_window_ordered, "fit_window[0] < fit_window[1] (the window [t₀, t₁] of the rate fit, in units of 1/σ0)"),
-    (_fit_window_in_horizon, "fit_window[1] ≤ σ0 · max(horizon, 2.5 log(1/ε)/σ0) (the fit window ends within the flow)"),
+    (
+        _fit_window_in_horizon,
+        "fit_window[1] ≤ σ0 · max(horizon, 2.5 log(1/ε)/σ0) (the fit window ends within the flow)",
+    ),
 )
 
 UNIGRAM_SADDLE = _schema(
     "unigram_saddle",
-    horizon=Param(float, 10.0, 1e6, "end time of the flow through the θ_c¹ plateau (extended to cover "
-                  "the κ fit window if shorter)"),
-    kappa_window=Param(list, 0.0, 20.0, "window of the κ growth-rate fit after condensation, in units of "
-                       "1/|g| (spec: t ∈ [800, 1300] ≈ t_cond + [2.0, 3.5]/g)", item=float, min_len=2, max_len=2),
+    horizon=Param(
+        float,
+        10.0,
+        1e6,
+        "end time of the flow through the θ_c¹ plateau (extended to cover the κ fit window if shorter)",
+    ),
+    kappa_window=Param(
+        list,
+        0.0,
+        20.0,
+        "window of the κ growth-rate fit after condensation, in units of "
+        "1/|g| (spec: t ∈ [800, 1300] ≈ t_cond + [2.0, 3.5]/g)",
+        item=float,
+        min_len=2,
+        max_len=2,
+    ),
     random_horizon=Param(float, 10.0, 1e5, "end time of the random-chain flow (600 in the spec)"),
     random_d=Param(int, 3, 12, "vocabulary size of the random Dirichlet chain of claim B17 (6 in the spec)"),
     random_seed=Param(int, 0, 2**31 - 1, "seed of the random Dirichlet chain of claim B17 (0 in the spec)"),
 )
 UNIGRAM_SADDLE.requires = UNIGRAM_SADDLE.requires + (
-    (lambda cfg: cfg.kappa_window[0] < cfg.kappa_window[1],
-     "kappa_window[0] < kappa_window[1] (the window of the κ rate fit, in units of 1/|g| after condensation)"),
+    (
+        lambda cfg: cfg.kappa_window[0] < cfg.kappa_window[1],
+        "kappa_window[0] < kappa_window[1] (the window of the κ rate fit, in units of 1/|g| after condensation)",
+    ),
 )
 
 FOCUS = _schema(
     "focus",
     horizon=Param(float, 10.0, 1e6, "end time of the flow (extended to cover focus if shorter)"),
-    a_h_violating=Param(float, 0.0, 1.0, "a_h of the counter-example chain (a_h < b_h: hub not followed by "
-                        "frequent tokens)", lo_open=True, hi_open=True),
+    a_h_violating=Param(
+        float,
+        0.0,
+        1.0,
+        "a_h of the counter-example chain (a_h < b_h: hub not followed by frequent tokens)",
+        lo_open=True,
+        hi_open=True,
+    ),
     b_h_violating=Param(float, 0.0, 1.0, "b_h of the counter-example chain", lo_open=True, hi_open=True),
 )
+
 
 def _family_delta_ok(cfg, deltas) -> bool:
     """Every δ in ``deltas`` keeps the hub family valid (0 < b_h(1 + δξ_j) < 1), or the chain is not the family."""
@@ -140,15 +196,22 @@ def _family_delta_rule(name: str, many: bool = False):
     def rule(cfg) -> bool:
         value = getattr(cfg, name)
         return _family_delta_ok(cfg, value if many else [value])
+
     return rule
 
 
 DILUTION = Schema(
     "focus_dilution/dilution",
-    requires=[(_valid_chain, "the chain parameters define a valid chain"),
-              (_family_delta_rule("delta_cycle"), "delta_cycle keeps the hub family valid: 0 < b_h (1 + δ ξ_j) < 1 "
-                                                   "for every rare token j (δ below chain.max_delta(b_h, ξ))")],
-    **_chain_params(), **_model_params(),
+    requires=[
+        (_valid_chain, "the chain parameters define a valid chain"),
+        (
+            _family_delta_rule("delta_cycle"),
+            "delta_cycle keeps the hub family valid: 0 < b_h (1 + δ ξ_j) < 1 "
+            "for every rare token j (δ below chain.max_delta(b_h, ξ))",
+        ),
+    ],
+    **_chain_params(),
+    **_model_params(),
     horizon=Param(float, 10.0, 1e6, "end time of the δ = `delta` flow (extended to reach θ_c² if shorter)"),
     delta_cycle=Param(float, 0.0, 1.0, "δ of the run that escapes θ_c² and shows the second cycle", lo_open=True),
     horizon_cycle=Param(float, 100.0, 1e6, "end time of the second-cycle run (10⁴ in the spec)"),
@@ -156,18 +219,35 @@ DILUTION = Schema(
 
 ESCAPE = Schema(
     "focus_dilution/escape",
-    requires=[(_valid_chain, "the chain parameters define a valid chain"),
-              (lambda c: c.chain == "hub", "chain = 'hub': the escape page sweeps the asymmetry δ of the hub family "
-                                           "(spec §5.2); a Dirichlet chain has no δ"),
-              (_family_delta_rule("deltas", many=True), "every δ of deltas keeps the hub family valid: "
-               "0 < b_h (1 + δ ξ_j) < 1 for every rare token j (δ below chain.max_delta(b_h, ξ))"),
-              (_family_delta_rule("deltas_ls", many=True), "every δ of deltas_ls keeps the hub family valid")],
-    **_chain_params(), **_model_params(),
+    requires=[
+        (_valid_chain, "the chain parameters define a valid chain"),
+        (
+            lambda c: c.chain == "hub",
+            "chain = 'hub': the escape page sweeps the asymmetry δ of the hub family "
+            "(spec §5.2); a Dirichlet chain has no δ",
+        ),
+        (
+            _family_delta_rule("deltas", many=True),
+            "every δ of deltas keeps the hub family valid: "
+            "0 < b_h (1 + δ ξ_j) < 1 for every rare token j (δ below chain.max_delta(b_h, ξ))",
+        ),
+        (_family_delta_rule("deltas_ls", many=True), "every δ of deltas_ls keeps the hub family valid"),
+    ],
+    **_chain_params(),
+    **_model_params(),
     horizon=Param(float, 100.0, 1e6, "end time of the δ-sweep runs (10⁴ in the spec)"),
     horizon_trapped=Param(float, 100.0, 1e6, "end time of the δ = 0 run that stays trapped (3·10⁴ in the spec)"),
     deltas=Param(list, 0.0, 1.0, "asymmetries δ of the sweep", item=float, lo_open=True, min_len=2, max_len=8),
-    deltas_ls=Param(list, 0.0, 0.2, "small δ for the Lyapunov–Schmidt limit M⊥(θ_c²(δ))/δ", item=float,
-                    lo_open=True, min_len=2, max_len=6),
+    deltas_ls=Param(
+        list,
+        0.0,
+        0.2,
+        "small δ for the Lyapunov–Schmidt limit M⊥(θ_c²(δ))/δ",
+        item=float,
+        lo_open=True,
+        min_len=2,
+        max_len=6,
+    ),
 )
 
 
@@ -203,21 +283,26 @@ def _finite_cost(c) -> float:
 
 def _robustness_cost(c) -> float:
     runs_ = len(c.init_scales) + len(c.widths) + len(c.deltas) + len(c.a_h_variants)
-    return (_sample_s(c) + _train_s(c, runs_, c.n_low + 1) + _train_s(c, 1, c.n_low + 1, c.adam_steps)
-            + _train_s(c, c.n_seeds, c.n_samples))
+    return (
+        _sample_s(c)
+        + _train_s(c, runs_, c.n_low + 1)
+        + _train_s(c, 1, c.n_low + 1, c.adam_steps)
+        + _train_s(c, c.n_seeds, c.n_samples)
+    )
 
 
-COSTS = {"cycle": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling n_seeds·N·s tokens + GD on n_seeds·N rows"),
-         "finite_sample": (_finite_cost, "seconds on 2 CPU cores: flow + sampling + GD on every (N, s, seed) run"),
-         "pca_trajectories": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling N·s tokens + GD"),
-         "robustness": (_robustness_cost, "seconds on 2 CPU cores: the batched population sweep, Adam and the "
-                                          "sampled runs")}
+COSTS = {
+    "cycle": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling n_seeds·N·s tokens + GD on n_seeds·N rows"),
+    "finite_sample": (_finite_cost, "seconds on 2 CPU cores: flow + sampling + GD on every (N, s, seed) run"),
+    "pca_trajectories": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling N·s tokens + GD"),
+    "robustness": (_robustness_cost, "seconds on 2 CPU cores: the batched population sweep, Adam and the sampled runs"),
+}
 
 
 def _make_schema(key: str, requires: list, **params):
     try:
         return Schema(f"focus_dilution/{key}", requires=requires, cost=COSTS[key], **params)
-    except TypeError:                       # a params.Schema without the cost keyword yet
+    except TypeError:  # a params.Schema without the cost keyword yet
         return Schema(f"focus_dilution/{key}", requires=requires, **params)
 
 
@@ -226,28 +311,42 @@ def _schema(key: str, *, rules: tuple = (), **extra):
     from attnflow.focus_dilution.training import OPTIMIZERS
 
     train_params = dict(
-        optimizer=Param(str, doc="optimizer: 'gd' (full-batch gradient descent, the Euler scheme of the flow) "
-                                 "or 'adam'", choices=OPTIMIZERS),
+        optimizer=Param(
+            str,
+            doc="optimizer: 'gd' (full-batch gradient descent, the Euler scheme of the flow) or 'adam'",
+            choices=OPTIMIZERS,
+        ),
         lr=Param(float, 0.0, 100.0, "η, learning rate (GD: flow time per step)", lo_open=True),
         steps=Param(int, 1, 10**7, "training steps (GD reaches flow time η·steps)"),
         record_every=Param(int, 1, 10**5, "record θ and the losses every this many steps"),
         data_seed=Param(int, 0, 2**31 - 1, "seed of the sampled sequences (the first of n_seeds)"),
         device=Param(str, doc="'auto' (CUDA when present), 'cpu' or 'cuda'", choices=DEVICES),
     )
-    return _make_schema(key, [
-        (_valid_chain, "the chain parameters define a valid chain"),
-        (lambda c: c.steps >= 5 * c.record_every,
-         "steps ≥ 5 · record_every (the stage detector needs at least 5 stored times after t = 0)"),
-        *rules,
-    ], **_chain_params(), **_model_params(), **train_params, **extra)
+    return _make_schema(
+        key,
+        [
+            (_valid_chain, "the chain parameters define a valid chain"),
+            (
+                lambda c: c.steps >= 5 * c.record_every,
+                "steps ≥ 5 · record_every (the stage detector needs at least 5 stored times after t = 0)",
+            ),
+            *rules,
+        ],
+        **_chain_params(),
+        **_model_params(),
+        **train_params,
+        **extra,
+    )
 
 
 def _seeds(default_doc: str = "number of data seeds trained as one batch (≥ 3 for the seed statistics)"):
     return dict(n_seeds=Param(int, 1, 64, default_doc))
 
 
-_TOKENS_RULE = (lambda c: _tokens(c) <= MAX_TOKENS,
-                f"n_seeds · N · s ≤ {MAX_TOKENS:.0e} sampled tokens (the sampler walks every token)")
+_TOKENS_RULE = (
+    lambda c: _tokens(c) <= MAX_TOKENS,
+    f"n_seeds · N · s ≤ {MAX_TOKENS:.0e} sampled tokens (the sampler walks every token)",
+)
 
 
 def _sizes(**docs):
@@ -276,37 +375,64 @@ def _variants_valid(cfg) -> bool:
 
 def _robustness_schema():
     return _schema(
-        "robustness", rules=(
+        "robustness",
+        rules=(
             _TOKENS_RULE,
-            (lambda c: len(c.a_h_variants) == len(c.b_h_variants),
-             "a_h_variants and b_h_variants have the same length (one chain per pair)"),
+            (
+                lambda c: len(c.a_h_variants) == len(c.b_h_variants),
+                "a_h_variants and b_h_variants have the same length (one chain per pair)",
+            ),
             (lambda c: 0.0 in c.deltas, "deltas contains 0.0 (the trapped reference)"),
             (lambda c: c.chain == "hub", "chain = 'hub' (the δ and (a_h, b_h) sweeps vary the hub family)"),
-            (lambda c: c.adam_steps >= 25, "adam_steps ≥ 25 (recorded every 5 steps: the detector needs 5 stored times)"),
-            (_family_delta_rule("deltas", many=True), "every δ of deltas keeps the hub family valid: "
-             "0 < b_h (1 + δ ξ_j) < 1 for every rare token j (δ below chain.max_delta(b_h, ξ))"),
-            (_variants_valid, "every (a_h_variants[i], b_h_variants[i]) with the page's n_low, c_cyc and δ defines a "
-                              "valid hub-family chain"),
+            (
+                lambda c: c.adam_steps >= 25,
+                "adam_steps ≥ 25 (recorded every 5 steps: the detector needs 5 stored times)",
+            ),
+            (
+                _family_delta_rule("deltas", many=True),
+                "every δ of deltas keeps the hub family valid: "
+                "0 < b_h (1 + δ ξ_j) < 1 for every rare token j (δ below chain.max_delta(b_h, ξ))",
+            ),
+            (
+                _variants_valid,
+                "every (a_h_variants[i], b_h_variants[i]) with the page's n_low, c_cyc and δ defines a "
+                "valid hub-family chain",
+            ),
         ),
         **_sizes(n_samples="N of the finite-sample runs at δ = 0", seq_len="s of the finite-sample runs"),
         **_seeds("number of data seeds of the finite-sample runs at δ = 0 (≥ 3 for the seed statistic)"),
-        init_scales=Param(list, 0.0, 0.1, "ε values of the init-scale sweep", item=float, lo_open=True, min_len=3,
-                          max_len=6),
+        init_scales=Param(
+            list, 0.0, 0.1, "ε values of the init-scale sweep", item=float, lo_open=True, min_len=3, max_len=6
+        ),
         widths=Param(list, 1, 64, "widths m of the width sweep", item=int, min_len=2, max_len=6),
         deltas=Param(list, 0.0, 1.0, "asymmetries δ of the δ sweep (include 0)", item=float, min_len=2, max_len=6),
-        a_h_variants=Param(list, 0.0, 1.0, "a_h of the chain variants (paired with b_h_variants)", item=float,
-                           lo_open=True, hi_open=True, max_len=4),
-        b_h_variants=Param(list, 0.0, 1.0, "b_h of the chain variants", item=float, lo_open=True, hi_open=True,
-                           max_len=4),
+        a_h_variants=Param(
+            list,
+            0.0,
+            1.0,
+            "a_h of the chain variants (paired with b_h_variants)",
+            item=float,
+            lo_open=True,
+            hi_open=True,
+            max_len=4,
+        ),
+        b_h_variants=Param(
+            list, 0.0, 1.0, "b_h of the chain variants", item=float, lo_open=True, hi_open=True, max_len=4
+        ),
         adam_lr=Param(float, 0.0, 1.0, "learning rate of the Adam run", lo_open=True),
         adam_steps=Param(int, 5, 10**6, "steps of the Adam run"),
     )
 
 
 def _pca_schema():
-    return _schema("pca_trajectories", rules=(_TOKENS_RULE,), **_sizes(), **_seeds(),
-                   n_components=Param(int, 2, 8, "principal components kept (≥ 2 for the PC1–PC2 panels)"),
-                   centre=Param(bool, doc="centre the embeddings before PCA (False: keep the origin, see pca.py)"))
+    return _schema(
+        "pca_trajectories",
+        rules=(_TOKENS_RULE,),
+        **_sizes(),
+        **_seeds(),
+        n_components=Param(int, 2, 8, "principal components kept (≥ 2 for the PC1–PC2 panels)"),
+        centre=Param(bool, doc="centre the embeddings before PCA (False: keep the origin, see pca.py)"),
+    )
 
 
 CYCLE = _schema("cycle", rules=(_TOKENS_RULE,), **_sizes(), **_seeds())

@@ -7,6 +7,7 @@ The transverse mode is measured as the spec does: the growth rate of σ₂(W0) w
 0.01 ≤ σ₂ ≤ 0.1 (linear transverse regime), σ_max(M⊥) averaged over the same window, and the
 escape time as the first t with σ₂(W0) > 0.1.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,19 +15,56 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnflow import claims
 from attnflow.focus_dilution import measure
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.closed_forms import M_perp
 from attnflow.focus_dilution.runs import FlowRun, population_flow, project_rank_one
 
-__all__ = ["escape_stats", "EscapeStats", "unstable_mode_share", "mode_split", "slope_bias", "lyapunov_schmidt_limit", "LSLimit",
-           "rank_counts", "BIAS_MAX"]
+__all__ = [
+    "escape_stats",
+    "EscapeStats",
+    "unstable_mode_share",
+    "mode_split",
+    "slope_bias",
+    "lyapunov_schmidt_limit",
+    "LSLimit",
+    "rank_counts",
+    "BIAS_MAX",
+    "WINDOW",
+    "residual_count",
+    "predicted_arrival",
+    "TrapStats",
+    "trap_stats",
+    "restricted_start",
+    "restricted_horizon",
+    "SweepRow",
+    "sweep_row",
+    "SweepFit",
+    "sweep_fit",
+    "sweep_domain",
+    "escape_times_domain",
+    "forecast_escape",
+    "sweep_table",
+    "spec_rows",
+    "run_at",
+    "cycle_checkpoints",
+    "exercise_index",
+    "PREDICT_FACTOR",
+    "SETTLE_FRACTION",
+    "LS_START",
+    "LS_HORIZON",
+    "OFF_TOL",
+    "FLOOR_RATIO",
+    "PLATEAU_DROP",
+    "DRIFT_MAX",
+]
 
-WINDOW = (0.01, 0.1)     # σ₂(W0) range of the linear transverse regime (spec R5)
-BIAS_MAX = 5e-3          # a rate is compared with σ_max(M⊥) (1 %) or the spec's table (2 %) only where the bias that the
-                         # mode's state at the window start puts on the fitted slope (:func:`slope_bias`: the untouched
-                         # part of σ₂(W0) and the shrinking part of the mode) is ≤ 0.5 %: half the tighter tolerance; the
-                         # other half covers the prediction's own error (≤ 0.3 % on the flows measured) and M⊥'s drift
+WINDOW = (0.01, 0.1)  # σ₂(W0) range of the linear transverse regime (spec R5)
+BIAS_MAX = 5e-3  # a rate is compared with σ_max(M⊥) (1 %) or the spec's table (2 %) only where the bias that the
+# mode's state at the window start puts on the fitted slope (:func:`slope_bias`: the untouched
+# part of σ₂(W0) and the shrinking part of the mode) is ≤ 0.5 %: half the tighter tolerance; the
+# other half covers the prediction's own error (≤ 0.3 % on the flows measured) and M⊥'s drift
 
 
 def slope_bias(share: float, imbalance: float = 0.0, window: tuple = WINDOW) -> float:
@@ -42,14 +80,14 @@ def slope_bias(share: float, imbalance: float = 0.0, window: tuple = WINDOW) -> 
     (share, imbalance) = (0.938, ·) predicts −2.1 % where the rate was −2.4 % below σ_max(M⊥); (0.997,
     +0.030) −1.4 % where it was −1.1 %; (0.996, −0.015) +0.5 % where it was +0.66 %."""
     share = float(np.clip(share, 0.0, 1.0))
-    if share < 1e-3 or imbalance <= -1.0:    # no growing mode in σ₂ at the window start: the slope says nothing
+    if share < 1e-3 or imbalance <= -1.0:  # no growing mode in σ₂ at the window start: the slope says nothing
         return -1.0
     lo, hi = window
-    f = lo * np.sqrt(1.0 - share ** 2)
-    g0 = np.sqrt(max(lo ** 2 - f ** 2, 1e-300))
-    s = np.linspace(0.0, np.log(hi / max(g0, 1e-300)) + 2.0, 4001)       # σt, past the window's end
+    f = lo * np.sqrt(1.0 - share**2)
+    g0 = np.sqrt(max(lo**2 - f**2, 1e-300))
+    s = np.linspace(0.0, np.log(hi / max(g0, 1e-300)) + 2.0, 4001)  # σt, past the window's end
     g = g0 * (np.exp(s) + imbalance * np.exp(-s)) / (1.0 + imbalance)
-    sigma2 = np.sqrt(g ** 2 + f ** 2)
+    sigma2 = np.sqrt(g**2 + f**2)
     sel = sigma2 <= hi
     return float(np.polyfit(s[sel], np.log(sigma2[sel]), 1)[0] - 1.0)
 
@@ -60,12 +98,12 @@ def mode_split(run: FlowRun, index: int) -> tuple[float, float]:
     q = (I − uuᵀ)W1 y, x, y the top singular vectors of M⊥ = AᵀΠ(P − P̂) and u the rank-one direction."""
     qs = run.quantities
     U, _, Vt = np.linalg.svd(M_perp(qs["A"][index], qs["P_hat"][index], run.chain))
-    x, y = U[:, 0], Vt[0]                                                     # (d,), (d,)
+    x, y = U[:, 0], Vt[0]  # (d,), (d,)
     states = run.parameters()
-    u = qs["u"][index]                                                        # (m,)
-    proj = np.eye(len(u)) - np.outer(u, u)                                    # (m, m)
-    p = proj @ (states["W0"][index].numpy().T @ x)                            # (m,)
-    q = proj @ (states["W1"][index].numpy() @ y) if "W1" in states else p     # (m,)
+    u = qs["u"][index]  # (m,)
+    proj = np.eye(len(u)) - np.outer(u, u)  # (m, m)
+    p = proj @ (states["W0"][index].numpy().T @ x)  # (m,)
+    q = proj @ (states["W1"][index].numpy() @ y) if "W1" in states else p  # (m,)
     total = float(np.dot(p + q, p + q))
     imbalance = float((p @ p - q @ q) / total) if total > 0 else 0.0
     return float(np.linalg.norm(p) / qs["sigma2"][index]), imbalance
@@ -73,18 +111,18 @@ def mode_split(run: FlowRun, index: int) -> tuple[float, float]:
 
 @dataclass
 class EscapeStats:
-    rate: float          # slope of log σ₂(W0) on the window
-    window: tuple        # (t0, t1)
-    M_perp_mean: float   # mean σ_max(M⊥) over the window
-    t_escape: float      # first t after ``after`` with σ₂(W0) > 0.1 (nan if none)
+    rate: float  # slope of log σ₂(W0) on the window
+    window: tuple  # (t0, t1)
+    M_perp_mean: float  # mean σ_max(M⊥) over the window
+    t_escape: float  # first t after ``after`` with σ₂(W0) > 0.1 (nan if none)
     loss_end: float
-    window_sensitivity: float   # max relative change of the rate when an edge moves by one stored time
-    window_found: bool = True   # σ₂(W0) spent ≥ 3 stored times in the window after ``after``
-    M_perp_drift: float = float("nan")   # max/min − 1 of σ_max(M⊥) over the window (constant-coefficient check)
-    sigma2_floor: float = float("nan")   # σ₂(W0) at ``after``: the untouched O(ε) transverse level
-    mode_share: float = float("nan")     # at the window start: ‖xᵀW0(I − uuᵀ)‖ / σ₂(W0), x = top left singular
-                                         # vector of M⊥ (1: σ₂(W0) is the unstable transverse mode)
-    mode_imbalance: float = 0.0          # at the window start: shrinking part of the mode's W0 side (mode_split)
+    window_sensitivity: float  # max relative change of the rate when an edge moves by one stored time
+    window_found: bool = True  # σ₂(W0) spent ≥ 3 stored times in the window after ``after``
+    M_perp_drift: float = float("nan")  # max/min − 1 of σ_max(M⊥) over the window (constant-coefficient check)
+    sigma2_floor: float = float("nan")  # σ₂(W0) at ``after``: the untouched O(ε) transverse level
+    mode_share: float = float("nan")  # at the window start: ‖xᵀW0(I − uuᵀ)‖ / σ₂(W0), x = top left singular
+    # vector of M⊥ (1: σ₂(W0) is the unstable transverse mode)
+    mode_imbalance: float = 0.0  # at the window start: shrinking part of the mode's W0 side (mode_split)
 
     @property
     def fit_bias(self) -> float:
@@ -113,21 +151,36 @@ def escape_stats(run: FlowRun, after: float, window: tuple = WINDOW, strict: boo
         if strict:
             raise
         nan = float("nan")
-        return EscapeStats(rate=nan, window=(nan, nan), M_perp_mean=nan,
-                           t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
-                           loss_end=float(q["loss"][-1]), window_sensitivity=nan, window_found=False,
-                           sigma2_floor=floor)
+        return EscapeStats(
+            rate=nan,
+            window=(nan, nan),
+            M_perp_mean=nan,
+            t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
+            loss_end=float(q["loss"][-1]),
+            window_sensitivity=nan,
+            window_found=False,
+            sigma2_floor=floor,
+        )
     sel = (t >= t0) & (t <= t1)
     rate = run.rate("sigma2", t0, t1)
     i0, i1 = run.at(t0), run.at(t1)
-    shifted = [run.rate("sigma2", t[i0 + a], t[i1 + b]) for a in (-1, 0, 1) for b in (-1, 0, 1)
-               if 0 <= i0 + a < i1 + b < len(t)]
-    return EscapeStats(rate=rate, window=(t0, t1), M_perp_mean=float(q["M_perp_smax"][sel].mean()),
-                       t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
-                       loss_end=float(q["loss"][-1]),
-                       window_sensitivity=float(np.max(np.abs(np.asarray(shifted) / rate - 1))),
-                       M_perp_drift=float(q["M_perp_smax"][sel].max() / q["M_perp_smax"][sel].min() - 1),
-                       sigma2_floor=floor, **dict(zip(("mode_share", "mode_imbalance"), mode_split(run, i0))))
+    shifted = [
+        run.rate("sigma2", t[i0 + a], t[i1 + b])
+        for a in (-1, 0, 1)
+        for b in (-1, 0, 1)
+        if 0 <= i0 + a < i1 + b < len(t)
+    ]
+    return EscapeStats(
+        rate=rate,
+        window=(t0, t1),
+        M_perp_mean=float(q["M_perp_smax"][sel].mean()),
+        t_escape=measure.first_time(t, (t > after) & (q["sigma2"] > window[1])),
+        loss_end=float(q["loss"][-1]),
+        window_sensitivity=float(np.max(np.abs(np.asarray(shifted) / rate - 1))),
+        M_perp_drift=float(q["M_perp_smax"][sel].max() / q["M_perp_smax"][sel].min() - 1),
+        sigma2_floor=floor,
+        **dict(zip(("mode_share", "mode_imbalance"), mode_split(run, i0))),
+    )
 
 
 def rank_counts(run: FlowRun, times, threshold: float = 0.1) -> list[int]:
@@ -139,21 +192,27 @@ def rank_counts(run: FlowRun, times, threshold: float = 0.1) -> list[int]:
 class LSLimit:
     """Critical points θ_c²(δ) on 𝓜₁ and the transverse drive there."""
 
-    deltas: np.ndarray         # (n,)
-    M_perp: np.ndarray         # (n, d, d) M⊥ at θ_c²(δ)
-    sigma_max: np.ndarray      # (n,) σ_max(M⊥(θ_c²(δ)))
-    grad_norm: np.ndarray      # (n,) ‖∇L‖ at the end of each restricted flow
-    off_manifold: np.ndarray   # (n,) σ₂(W0) at the end (stays at round-off on 𝓜₁)
-    sigma2_start: np.ndarray   # (n,) σ₂(W0) of the projected start (the round-off level, ~10⁻¹⁶)
-    transverse_gain: np.ndarray   # (n,) ∫σ_max(M⊥)dt over the restricted flow (all its continuations): the
-                               # linear transverse theory amplifies the round-off off 𝓜₁ by at most e^gain
-    lambda1: float             # σ_max(M1), M1 = lim M⊥/δ (linear extrapolation of M⊥/δ to δ = 0)
-    M1: np.ndarray             # (d, d)
+    deltas: np.ndarray  # (n,)
+    M_perp: np.ndarray  # (n, d, d) M⊥ at θ_c²(δ)
+    sigma_max: np.ndarray  # (n,) σ_max(M⊥(θ_c²(δ)))
+    grad_norm: np.ndarray  # (n,) ‖∇L‖ at the end of each restricted flow
+    off_manifold: np.ndarray  # (n,) σ₂(W0) at the end (stays at round-off on 𝓜₁)
+    sigma2_start: np.ndarray  # (n,) σ₂(W0) of the projected start (the round-off level, ~10⁻¹⁶)
+    transverse_gain: np.ndarray  # (n,) ∫σ_max(M⊥)dt over the restricted flow (all its continuations): the
+    # linear transverse theory amplifies the round-off off 𝓜₁ by at most e^gain
+    lambda1: float  # σ_max(M1), M1 = lim M⊥/δ (linear extrapolation of M⊥/δ to δ = 0)
+    M1: np.ndarray  # (d, d)
 
 
-def lyapunov_schmidt_limit(chains: list[MarkovChain], deltas, theta_start: dict[str, torch.Tensor],
-                           horizon: float = 8000.0, score_scale: float = 1.0, converged: float = 1e-10,
-                           extend: int = 3) -> LSLimit:
+def lyapunov_schmidt_limit(
+    chains: list[MarkovChain],
+    deltas,
+    theta_start: dict[str, torch.Tensor],
+    horizon: float = 8000.0,
+    score_scale: float = 1.0,
+    converged: float = 1e-10,
+    extend: int = 3,
+) -> LSLimit:
     """For each chain (δ), run the flow restricted to 𝓜₁ (start = rank-one projection of
     ``theta_start``) to its critical point θ_c²(δ) and evaluate M⊥ there (claim B9, R5).
 
@@ -173,7 +232,7 @@ def lyapunov_schmidt_limit(chains: list[MarkovChain], deltas, theta_start: dict[
         gain.append(float(np.trapezoid(run.quantities["M_perp_smax"], run.t)))
         states = {n: s[-1:] for n, s in run.result.states().items()}
         g_end = float(measure.grad_norms(states, run.loss_fn)[0])
-        for _ in range(extend):      # slow approach to θ_c²(δ): continue from the end state, twice as long
+        for _ in range(extend):  # slow approach to θ_c²(δ): continue from the end state, twice as long
             if g_end <= converged:
                 break
             end = {n: s[0] for n, s in states.items()}
@@ -184,15 +243,398 @@ def lyapunov_schmidt_limit(chains: list[MarkovChain], deltas, theta_start: dict[
         Ms.append(M_perp(run.quantities["A"][-1], run.quantities["P_hat"][-1], chain))
         gn.append(g_end)
         off.append(float(run.quantities["sigma2"][-1]))
-    Ms = np.stack(Ms)                                                    # (n, d, d)
+    Ms = np.stack(Ms)  # (n, d, d)
     ratio = Ms / deltas[:, None, None]
-    if len(deltas) >= 2:     # M⊥/δ = M1 + δ M2 + …: least-squares line per entry, value at δ = 0
-        X = np.stack([np.ones_like(deltas), deltas], 1)                 # (n, 2)
+    if len(deltas) >= 2:  # M⊥/δ = M1 + δ M2 + …: least-squares line per entry, value at δ = 0
+        X = np.stack([np.ones_like(deltas), deltas], 1)  # (n, 2)
         coef = np.linalg.lstsq(X, ratio.reshape(len(deltas), -1), rcond=None)[0]
         M1 = coef[0].reshape(Ms.shape[1:])
     else:
         M1 = ratio[0]
-    return LSLimit(deltas=deltas, M_perp=Ms, sigma_max=np.linalg.svd(Ms, compute_uv=False)[:, 0],
-                   grad_norm=np.asarray(gn), off_manifold=np.asarray(off), sigma2_start=np.asarray(s2_start),
-                   transverse_gain=np.asarray(gain),
-                   lambda1=float(np.linalg.svd(M1, compute_uv=False)[0]), M1=M1)
+    return LSLimit(
+        deltas=deltas,
+        M_perp=Ms,
+        sigma_max=np.linalg.svd(Ms, compute_uv=False)[:, 0],
+        grad_norm=np.asarray(gn),
+        off_manifold=np.asarray(off),
+        sigma2_start=np.asarray(s2_start),
+        transverse_gain=np.asarray(gain),
+        lambda1=float(np.linalg.svd(M1, compute_uv=False)[0]),
+        M1=M1,
+    )
+
+
+# ----------------------------------------------------------------------------- the escape page's experiment
+PREDICT_FACTOR = 1.5  # margin of the arrival and escape forecasts: measured settling / estimate 0.69–1.10 (5 chains)
+SETTLE_FRACTION = 0.5  # the δ = 0 run must be predicted at θ_c² within the first half of its horizon
+LS_START = 1000.0  # the spec's start of the restricted flows (on the θ_c¹ plateau of the reference chain)
+LS_HORIZON = 8000.0  # length of the restricted flows (at least 4 t_settle, so that they reach θ_c²(δ))
+OFF_TOL = 1e-6  # B9: σ₂(W0) at θ_c²(δ) must stay below this (on 𝓜₁)
+FLOOR_RATIO = 0.5  # the growing mode must start above the O(ε) transverse level: σ₂(settle) ≤ 0.5 × 0.01
+PLATEAU_DROP = 0.1  # the δ run is still near θ_c²(δ) at the window start: L fell by ≤ 10 % of H(π) − L(θ_c²)
+DRIFT_MAX = 0.5  # (robustness page) M⊥ roughly constant over a window: max/min σ_max(M⊥) − 1 ≤ 50 %
+NAN = float("nan")
+
+
+def residual_count(transverse, degenerate, ls_symbolic) -> int:
+    """Entries of the escape page's sympy residuals that do not simplify to 0 (claim B8): the score change
+    and first order off 𝓜₁, the transverse quadratic form and ∂L/∂Z (``symbolic.transverse_block``),
+    M⊥(θ_c²) at δ = 0 (``symbolic.degenerate_point``), M⊥(0), the product rule for M1 and the block's
+    characteristic polynomial (``symbolic.lyapunov_schmidt``)."""
+    from attnflow.focus_dilution.symbolic import is_zero
+
+    exprs = [
+        *transverse.scores_change,
+        transverse.first_order,
+        transverse.residual,
+        *transverse.G_residual,
+        *degenerate.M_perp,
+        *ls_symbolic.M0,
+        *ls_symbolic.M1_residual,
+        ls_symbolic.charpoly_residual,
+    ]
+    return sum(int(not is_zero(e)) for e in exprs)
+
+
+def predicted_arrival(chain: MarkovChain, init_scale: float, score_scale: float = 1.0) -> float:
+    """When the δ = 0 flow is predicted at θ_c², from the parameters: ``PREDICT_FACTOR`` × the R2 end of the
+    θ_c¹ plateau, T₁ + log(1/ε²)/(2|g|) (``closed_forms.plateau_time``; the estimate drops an O(1/|g|) term)."""
+    from attnflow.focus_dilution.closed_forms import plateau_time
+
+    return PREDICT_FACTOR * plateau_time(chain, init_scale, score_scale)
+
+
+@dataclass
+class TrapStats:
+    """The δ = 0 run (:func:`trap_stats`)."""
+
+    t_pred: float  # predicted arrival at θ_c² (:func:`predicted_arrival`)
+    sigma2_pred: float  # σ₂(W0) at t_pred (nan when t_pred lies beyond the run)
+    sigma2_max_pred: float  # its maximum after t_pred
+    t_settle: float  # first t with |L − L(end)| < 10⁻³ (H(π) − L(end)) (nan: never)
+    settled: bool  # settled, within SETTLE_FRACTION of the horizon, below H(π)
+    reached_c2: bool  # |L − L(θ_c²)| < 10⁻³ (H(π) − L(θ_c²)) while σ₂(W0) < 0.01 at some time
+    sigma2_settle: float
+    sigma2_end: float
+    sigma2_max_after: float
+    M_perp_end: float
+    L_end0: float
+    L_c2: float  # closed form (closed_forms.theta_c2_loss)
+    bigram0: float
+    t_trapped: float  # the run's end
+    trap_s: float  # its wall time
+
+    @property
+    def after(self) -> float:
+        """Where the δ-sweep's statistics start: the settling time (the run's end when it does not settle)."""
+        return self.t_settle if np.isfinite(self.t_settle) else self.t_trapped
+
+    @property
+    def growth_after_pred(self) -> float:
+        """max σ₂(W0) after t_pred / σ₂(W0) at t_pred (1 for a flow trapped at θ_c² by t_pred)."""
+        return self.sigma2_max_pred / self.sigma2_pred
+
+
+def trap_stats(run0: FlowRun, symmetric: MarkovChain, t_pred: float = NAN) -> TrapStats:
+    """The δ = 0 run: settling time at its end point (first t with |L − L(end)| < 10⁻³ (H(π) − L(end))), σ₂(W0)
+    there, its maximum after and at the end, σ_max(M⊥) at the end, the loss against the closed form
+    L(θ_c²). ``settled`` is False when the run ends above H(π) (still condensing or on the θ_c¹ plateau)
+    or settles only in the second half of the horizon; the times are then nan. ``t_pred`` (from the
+    parameters) is the predicted time at θ_c²: σ₂(W0) there and its maximum after it are the trap checks'
+    values (nan when it lies beyond the run)."""
+    from attnflow.focus_dilution.closed_forms import theta_c2_loss
+
+    q0, t0 = run0.quantities, run0.t
+    L_end0 = float(q0["loss"][-1])
+    gap = symmetric.unigram_entropy() - L_end0
+    close = np.flatnonzero(np.abs(q0["loss"] - L_end0) < 1e-3 * gap) if gap > 0 else np.array([], int)
+    t_settle = float(t0[close[0]]) if len(close) else NAN
+    settled = bool(len(close)) and t_settle <= SETTLE_FRACTION * float(t0[-1])
+    i_settle = run0.at(t_settle) if len(close) else len(t0) - 1
+    L_c2 = theta_c2_loss(symmetric)
+    gap_c2 = symmetric.unigram_entropy() - L_c2
+    near = (np.abs(q0["loss"] - L_c2) < 1e-3 * gap_c2) & (q0["sigma2"] < 0.01)
+    ok_pred = bool(np.isfinite(t_pred) and t_pred <= float(t0[-1]))
+    i_pred = run0.at(t_pred) if ok_pred else len(t0) - 1
+    return TrapStats(
+        t_pred=float(t_pred),
+        sigma2_pred=float(q0["sigma2"][i_pred]) if ok_pred else NAN,
+        sigma2_max_pred=float(q0["sigma2"][i_pred:].max()) if ok_pred else NAN,
+        t_settle=t_settle,
+        settled=settled,
+        reached_c2=bool(near.any()),
+        sigma2_settle=float(q0["sigma2"][i_settle]),
+        sigma2_end=float(q0["sigma2"][-1]),
+        sigma2_max_after=float(q0["sigma2"][i_settle:].max()),
+        M_perp_end=float(q0["M_perp_smax"][-1]),
+        L_end0=L_end0,
+        L_c2=L_c2,
+        bigram0=symmetric.bigram_loss(),
+        t_trapped=float(t0[-1]),
+        trap_s=run0.wall_s,
+    )
+
+
+def restricted_start(run0: FlowRun) -> tuple[float, dict[str, torch.Tensor]]:
+    """(time, state) of the δ = 0 run where the restricted flows start: the spec's ``LS_START`` where it lies
+    on the θ_c¹ plateau (between the end of condensation and the onset of focus), else the middle of the
+    plateau (the run's end when there is none). The flows start from its rank-one projection."""
+    chain = run0.chain
+    _, t_cond = measure.level_times(run0.t, run0.quantities["loss"], np.log(chain.d), chain.unigram_entropy())
+    t_onset = measure.attention_onset(run0.t, run0.quantities["A"], chain.pi, 0.01)
+    t_start = LS_START if t_cond < LS_START < t_onset else 0.5 * (t_cond + t_onset)
+    if not np.isfinite(t_start):
+        t_start = float(run0.t[-1])
+    return float(t_start), {n: s[run0.at(t_start)] for n, s in run0.result.states().items()}
+
+
+def restricted_horizon(trap: TrapStats) -> float:
+    """Length of the restricted flows: ``LS_HORIZON``, at least 4 t_settle of the δ = 0 run when it settles."""
+    return max(LS_HORIZON, 4 * trap.t_settle) if trap.settled else LS_HORIZON
+
+
+@dataclass
+class SweepRow:
+    """One δ of the sweep: the run, its escape statistics and the states its domains read."""
+
+    delta: float
+    run: FlowRun | None
+    stats: EscapeStats
+    bigram: float
+    plateau_drop: float = NAN  # (L(t_settle) − L(window start)) / (H(π) − L(θ_c²)) of this run
+    sigma2_at_settle: float = NAN  # σ₂(W0) of this run at t_settle (< 0.01: it has not escaped yet)
+    loss_1e4: float = NAN  # L at the stored time t = 10⁴ (the spec's horizon; NaN when the horizon is shorter)
+
+    def escape_forecast(self, lambda1: float, after: float) -> float:
+        """Forecast escape time of this δ run from its state at ``after`` (the δ = 0 settling time): the linear
+        transverse mode grows σ₂(W0) from its value there to 0.1 at the Lyapunov–Schmidt rate λ₁δ, with
+        PREDICT_FACTOR's margin (inf without a positive rate)."""
+        rate = lambda1 * self.delta
+        if not (rate > 0 and np.isfinite(after) and self.sigma2_at_settle > 0):
+            return float("inf")
+        return float(after + PREDICT_FACTOR * max(np.log(WINDOW[1] / self.sigma2_at_settle), 0.0) / rate)
+
+    def fit_start(self, after: float) -> float:
+        """When the rate fit starts to read the run: the window start (``after`` when no window was found)."""
+        return float(self.stats.window[0]) if self.stats.window_found else float(after)
+
+    def escape_domain(self, trap: claims.Domain, lambda1: float, after: float, horizon: float) -> claims.Domain:
+        """Where the δ run's escape is predicted (B9's escape time): ``trap`` (the δ = 0 run predicted at θ_c²,
+        parameters), the run still on 𝓜₁ when the δ = 0 run settles, and the escape forecast from that state
+        within the horizon (:meth:`escape_forecast`)."""
+        at_settle = claims.state(f"δ = {self.delta:g} run at the δ = 0 settling time", after)
+        t_fc = self.escape_forecast(lambda1, after)
+        return trap & claims.domain(
+            (
+                "first escape: the δ run is still on 𝓜₁ when the δ = 0 run settles (σ₂(W0) < 0.01 there)",
+                bool(self.sigma2_at_settle < WINDOW[0]),
+                f"σ₂ = {self.sigma2_at_settle:.2g}",
+                at_settle,
+            ),
+            (
+                f"forecast escape t_settle + {PREDICT_FACTOR:g}·log(0.1/σ₂(t_settle))/(λ₁δ) within the horizon "
+                "(λ₁ of the restricted flows)",
+                bool(t_fc <= horizon),
+                f"forecast {t_fc:.0f}, horizon {horizon:g}",
+                at_settle,
+            ),
+        )
+
+    def domain(self, trap: claims.Domain, lambda1: float, after: float, horizon: float) -> claims.Domain:
+        """B16's domain: :meth:`escape_domain` and the state of the mode at the fit window's start (still at
+        θ_c²(δ), above the O(ε) level, predicted slope bias); every condition reads the run at or before the
+        window start (``measured_from=`` :meth:`fit_start`). Without a window (no escape although one was
+        forecast) the window-start conditions do not apply: the rate is NaN and the check fails."""
+        s = self.stats
+        none = not s.window_found
+        at_start = claims.state(f"δ = {self.delta:g} run at its window start", s.window[0] if s.window_found else NAN)
+        at_settle = claims.state(f"δ = {self.delta:g} run at the δ = 0 settling time", after)
+        return self.escape_domain(trap, lambda1, after, horizon) & claims.domain(
+            (
+                "the δ run is still at θ_c²(δ) at the window start: L(t_settle) − L(window start) ≤ "
+                f"{PLATEAU_DROP:g}·(H(π) − L(θ_c²))",
+                none or bool(self.plateau_drop <= PLATEAU_DROP),
+                f"{self.plateau_drop:.2g}",
+                at_start,
+            ),
+            (
+                f"growing mode above the O(ε) transverse level: σ₂(W0) at settling ≤ {FLOOR_RATIO:g} × 0.01",
+                bool(s.sigma2_floor <= FLOOR_RATIO * WINDOW[0]),
+                f"σ₂ = {s.sigma2_floor:.2g}",
+                at_settle,
+            ),
+            (
+                f"σ₂(W0) is the growing mode from the window start: predicted slope bias ≤ {BIAS_MAX:g}",
+                none or bool(abs(s.fit_bias) <= BIAS_MAX),
+                f"mode share {s.mode_share:.3f}, imbalance {s.mode_imbalance:+.3f}, bias {s.fit_bias:+.2%}",
+                at_start,
+            ),
+        )
+
+    @property
+    def loss_1e4_target(self) -> float:
+        """What the loss at t = 10⁴ is compared with: the bigram optimum for δ ≤ 0.2 (the run has finished its
+        cycles), the spec's intermediate plateau 1.42812 for δ = 0.4."""
+        from attnflow.focus_dilution.targets import SPEC
+
+        return self.bigram if self.delta <= 0.2 else SPEC["escape_loss_1e4"][self.delta]
+
+    @property
+    def loss_1e4_atol(self) -> float:
+        """1e-4 against the bigram optimum (the last cycle's tail), half a unit of the spec's 5 decimals else."""
+        from attnflow.focus_dilution.targets import half_unit
+
+        return 1e-4 if self.delta <= 0.2 else half_unit(5)
+
+    @property
+    def loss_1e4_what(self) -> str:
+        if self.delta <= 0.2:
+            return f"δ = {self.delta:g}: loss at t = 10⁴ vs the bigram optimum"
+        return f"δ = {self.delta:g}: loss at t = 10⁴ (intermediate plateau) vs the spec's 1.42812"
+
+
+def sweep_row(run: FlowRun, delta: float, after: float, L_c2: float) -> SweepRow:
+    """Measure one δ of the sweep (:func:`escape_stats` after the δ = 0 settling time ``after``; the loss drop
+    from ``after`` to the window start in units of H(π) − L(θ_c²); σ₂(W0) at ``after``; L at t = 10⁴)."""
+    st = escape_stats(run, after=after, strict=False)
+    L = run.quantities["loss"]
+    drop = NAN
+    if st.window_found:
+        drop = float((L[run.at(after)] - L[run.at(st.window[0])]) / (run.chain.unigram_entropy() - L_c2))
+    i4 = run.at(1e4)
+    return SweepRow(
+        delta=float(delta),
+        run=run,
+        stats=st,
+        bigram=run.chain.bigram_loss(),
+        plateau_drop=drop,
+        sigma2_at_settle=float(run.quantities["sigma2"][run.at(after)]),
+        loss_1e4=float(L[i4]) if abs(run.t[i4] - 1e4) <= 1e-9 * 1e4 else NAN,
+    )
+
+
+@dataclass
+class SweepFit:
+    """The δ-sweep's laws (:func:`sweep_fit`)."""
+
+    lambda1_rates: float  # intercept λ₁' of rate/δ = λ₁' + λ₂δ
+    lambda2: float
+    b16_dev: float  # max |rate/mean σ_max(M⊥) − 1| over the sweep
+    esc_min: float  # min (t_esc − t_settle)·δ
+    esc_max: float
+    sens_max: float  # max window sensitivity of a rate (an edge moved by one stored time)
+
+    @property
+    def esc_ratio(self) -> float:
+        """max/min of (t_esc − t_settle)·δ (Θ(1/δ): bounded)."""
+        return self.esc_max / self.esc_min
+
+
+def sweep_fit(sweep: list[SweepRow], t_settle: float) -> SweepFit:
+    """Fit rate/δ = λ₁' + λ₂δ over the rows with a rate (B15), the largest deviation of a rate from its mean
+    σ_max(M⊥) (B16), the range of (t_esc − t_settle)·δ (B9) and the largest window sensitivity."""
+    ds = np.array([r.delta for r in sweep])
+    rates = np.array([r.stats.rate for r in sweep])
+    mperp = np.array([r.stats.M_perp_mean for r in sweep])
+    esc = (np.array([r.stats.t_escape for r in sweep]) - t_settle) * ds
+    ok, fin = np.isfinite(rates), np.isfinite(esc)
+    coef = np.polyfit(ds[ok], rates[ok] / ds[ok], 1) if ok.sum() >= 2 else np.array([NAN, NAN])
+    return SweepFit(
+        lambda1_rates=float(coef[1]),
+        lambda2=float(coef[0]),
+        b16_dev=float(np.abs(rates[ok] / mperp[ok] - 1).max()) if ok.any() else NAN,
+        esc_min=float(esc[fin].min()) if fin.any() else NAN,
+        esc_max=float(esc[fin].max()) if fin.any() else NAN,
+        sens_max=float(np.nanmax([r.stats.window_sensitivity for r in sweep])) if ok.any() else NAN,
+    )
+
+
+def sweep_domain(rows: list[SweepRow], domains: list[claims.Domain], trap: claims.Domain) -> claims.Domain:
+    """B15's intercept: ``trap`` and every δ of the sweep inside its B16 domain (each read at its own window
+    start, hence an untimed state)."""
+    n_ok = sum(bool(d) for d in domains)
+    return trap & claims.domain(
+        (
+            "every δ of the sweep inside the B16 domain (linear transverse window)",
+            n_ok == len(rows),
+            f"{n_ok} of {len(rows)}",
+            claims.state("each δ run up to its window start"),
+        )
+    )
+
+
+def escape_times_domain(
+    rows: list[SweepRow], trap: claims.Domain, lambda1: float, after: float, horizon: float
+) -> claims.Domain:
+    """B9's Θ(1/δ) escape time: ``trap`` and every δ escaping first, forecast within the horizon from its state
+    at the δ = 0 settling time (:meth:`SweepRow.escape_domain`); the fit conditions of B16 are not needed."""
+    n_ok = sum(bool(r.escape_domain(trap, lambda1, after, horizon)) for r in rows)
+    return trap & claims.domain(
+        (
+            "every δ of the sweep escapes first, forecast within the horizon",
+            n_ok == len(rows),
+            f"{n_ok} of {len(rows)}",
+            claims.state("each δ run at the δ = 0 settling time", after),
+        )
+    )
+
+
+def forecast_escape(t_pred: float, init_scale: float, lambda1: float, delta: float) -> float:
+    """Escape time of the δ run forecast from the parameters and λ₁: from the predicted arrival ``t_pred`` the
+    transverse mode grows from the O(ε) level to 0.1 at the Lyapunov–Schmidt rate λ₁δ, with PREDICT_FACTOR's
+    margin (inf for δ = 0 or λ₁ ≤ 0)."""
+    if not (delta > 0 and lambda1 > 0):
+        return float("inf")
+    return float(t_pred + PREDICT_FACTOR * np.log(0.1 / init_scale) / (lambda1 * delta))
+
+
+def sweep_table(rows: list[SweepRow], domains: list[claims.Domain]) -> list[dict]:
+    """The sweep table (one row per δ) with the spec's values where it has them."""
+    from attnflow.focus_dilution.targets import SPEC
+
+    return [
+        dict(
+            delta=r.delta,
+            rate=r.stats.rate,
+            rate_over_delta=r.stats.rate / r.delta,
+            M_perp_mean=r.stats.M_perp_mean,
+            t_escape=r.stats.t_escape,
+            loss_end=r.stats.loss_end,
+            bigram=r.bigram,
+            M_perp_drift=r.stats.M_perp_drift,
+            plateau_drop=r.plateau_drop,
+            mode_share=r.stats.mode_share,
+            in_domain=bool(dom),
+            spec_rate=SPEC["escape_rate"].get(r.delta, NAN),
+            spec_M_perp=SPEC["escape_M_perp"].get(r.delta, NAN),
+            spec_t_escape=SPEC["escape_time"].get(r.delta, NAN),
+        )
+        for r, dom in zip(rows, domains)
+    ]
+
+
+def spec_rows(rows: list[SweepRow]) -> list[SweepRow]:
+    """The rows whose δ is in the spec's escape table (0.05, 0.1, 0.2, 0.4)."""
+    from attnflow.focus_dilution.targets import SPEC
+
+    return [r for r in rows if r.delta in SPEC["escape_rate"]]
+
+
+def run_at(rows: list[SweepRow], delta: float) -> FlowRun | None:
+    """The sweep's run at ``delta`` (None when δ is not in the sweep)."""
+    return next((r.run for r in rows if r.delta == delta), None)
+
+
+def cycle_checkpoints(reference: bool, horizon: float, after: float) -> list[float]:
+    """Times at which the next cycle's rank of W0 is read: the spec's 4000, 6000, 8000 on its reference
+    configuration with a horizon ≥ 10⁴, else a quarter, half, three quarters and the end of [after, horizon]."""
+    from attnflow.focus_dilution.targets import SPEC
+
+    if reference and horizon >= 1e4:
+        return sorted(SPEC["rank_steps_cycle2"])
+    return [after + f * (horizon - after) for f in (0.25, 0.5, 0.75, 1.0)]
+
+
+def exercise_index(row: SweepRow) -> int:
+    """The stored time of the exercise: the start of the row's linear window, else its last stored time."""
+    return row.run.at(row.stats.window[0]) if row.stats.window_found else len(row.run.t) - 1

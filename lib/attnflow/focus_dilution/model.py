@@ -35,6 +35,7 @@ population loss the flows differentiate) and :class:`PopulationGrad` (the closed
 of §4.3 in numpy, ~10× cheaper per call inside the ODE solver). :func:`cross_entropy` turns one
 forward's output into the loss, so a caller that needs both (the stage quantities) runs one forward.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -45,9 +46,23 @@ import torch
 
 from attnflow.focus_dilution.chain import MarkovChain
 
-__all__ = ["PARAM_NAMES", "ModelConfig", "Population", "Sequences", "Counts", "ModelOutput", "forward", "loss",
-           "cross_entropy", "init_params", "rank_one_params", "PopulationLoss", "PopulationGrad", "hessian",
-           "param_shapes"]
+__all__ = [
+    "PARAM_NAMES",
+    "ModelConfig",
+    "Population",
+    "Sequences",
+    "Counts",
+    "ModelOutput",
+    "forward",
+    "loss",
+    "cross_entropy",
+    "init_params",
+    "rank_one_params",
+    "PopulationLoss",
+    "PopulationGrad",
+    "hessian",
+    "param_shapes",
+]
 
 PARAM_NAMES = ("W0", "WQ", "WK", "W1")
 
@@ -57,8 +72,9 @@ def param_shapes(d: int, m: int) -> dict[str, tuple[int, int]]:
     return {"W0": (d, m), "WQ": (m, m), "WK": (m, m), "W1": (m, d)}
 
 
-def init_params(d: int, m: int, init_scale: float = 1e-3, seed: int = 1,
-                dtype=torch.float64, device="cpu") -> dict[str, torch.Tensor]:
+def init_params(
+    d: int, m: int, init_scale: float = 1e-3, seed: int = 1, dtype=torch.float64, device="cpu"
+) -> dict[str, torch.Tensor]:
     """Small initialization: every entry i.i.d. N(0, ε²) (spec §4.2).
 
     Drawn as one vector from numpy's ``default_rng(seed)`` in the order W0, WQ, WK, W1 (row-major),
@@ -68,7 +84,7 @@ def init_params(d: int, m: int, init_scale: float = 1e-3, seed: int = 1,
     flat = init_scale * np.random.default_rng(seed).standard_normal(sum(a * b for a, b in shapes.values()))
     theta, i = {}, 0
     for name, (r, c) in shapes.items():
-        theta[name] = torch.as_tensor(flat[i:i + r * c].reshape(r, c), dtype=dtype, device=device)
+        theta[name] = torch.as_tensor(flat[i : i + r * c].reshape(r, c), dtype=dtype, device=device)
         i += r * c
     return theta
 
@@ -76,16 +92,15 @@ def init_params(d: int, m: int, init_scale: float = 1e-3, seed: int = 1,
 def rank_one_params(a, b, kappa: float, m: int, u=None, dtype=torch.float64) -> dict[str, torch.Tensor]:
     """A point of the rank-one manifold 𝓜₁ (spec R2): W0 = a uᵀ, W1 = u bᵀ, WQ = q uᵀ... with
     u^T WQ WKᵀ u = κ, built as WQ = √|κ| u uᵀ, WK = sign(κ)√|κ| u uᵀ. u defaults to e₁ ∈ ℝᵐ."""
-    a = torch.as_tensor(np.asarray(a), dtype=dtype)               # (d,)
-    b = torch.as_tensor(np.asarray(b), dtype=dtype)               # (d,)
+    a = torch.as_tensor(np.asarray(a), dtype=dtype)  # (d,)
+    b = torch.as_tensor(np.asarray(b), dtype=dtype)  # (d,)
     u = torch.zeros(m, dtype=dtype) if u is None else torch.as_tensor(np.asarray(u), dtype=dtype)
     if u.abs().sum() == 0:
         u[0] = 1.0
     u = u / u.norm()
     s = float(np.sqrt(abs(kappa)))
-    uu = torch.outer(u, u)                                        # (m, m)
-    return {"W0": torch.outer(a, u), "WQ": s * uu, "WK": float(np.sign(kappa) or 1.0) * s * uu,
-            "W1": torch.outer(u, b)}
+    uu = torch.outer(u, u)  # (m, m)
+    return {"W0": torch.outer(a, u), "WQ": s * uu, "WK": float(np.sign(kappa) or 1.0) * s * uu, "W1": torch.outer(u, b)}
 
 
 @dataclass(frozen=True)
@@ -181,23 +196,23 @@ def forward(theta: dict[str, torch.Tensor], data: Data, score_scale: float = 1.0
     W0, WQ, WK, W1 = (theta[n] for n in PARAM_NAMES)
     if isinstance(data, (MarkovChain, Population)):
         pop = _as_population(data, W0.dtype, W0.device)
-        S = score_scale * (W0 @ WQ) @ (W0 @ WK).transpose(-1, -2)     # (…, d, d): c h_iᵀ WQ WKᵀ h_k
-        A = torch.softmax(S + torch.log(pop.pi), dim=-1)              # (…, d, d): ∝ π_k e^{S_ik}
-        O = A @ W0                                                    # (…, d, m): o_i = Σ_k A_ik h_k
+        S = score_scale * (W0 @ WQ) @ (W0 @ WK).transpose(-1, -2)  # (…, d, d): c h_iᵀ WQ WKᵀ h_k
+        A = torch.softmax(S + torch.log(pop.pi), dim=-1)  # (…, d, d): ∝ π_k e^{S_ik}
+        O = A @ W0  # (…, d, m): o_i = Σ_k A_ik h_k
     elif isinstance(data, Counts):
-        Hq = W0[..., data.query, :] if W0.dim() == 2 else torch.stack([w[data.query] for w in W0])   # (…, B, m)
-        S = score_scale * (Hq @ WQ) @ (W0 @ WK).transpose(-1, -2)     # (…, B, d): c h_qᵀ WQ WKᵀ h_k
-        A = torch.softmax(S + data.log_counts, dim=-1)                # (…, B, d): ∝ n_k e^{S_qk}
-        O = A @ W0                                                    # (…, B, m)
+        Hq = W0[..., data.query, :] if W0.dim() == 2 else torch.stack([w[data.query] for w in W0])  # (…, B, m)
+        S = score_scale * (Hq @ WQ) @ (W0 @ WK).transpose(-1, -2)  # (…, B, d): c h_qᵀ WQ WKᵀ h_k
+        A = torch.softmax(S + data.log_counts, dim=-1)  # (…, B, d): ∝ n_k e^{S_qk}
+        O = A @ W0  # (…, B, m)
     else:
-        tokens = data.tokens[:, :-1] if isinstance(data, Sequences) else data   # (B, s) contexts
-        H = W0[tokens]                                                # (B, s, m)
-        q = H[:, -1] @ WQ                                             # (B, m): the query is the last position
-        K = H @ WK                                                    # (B, s, m)
-        S = score_scale * torch.einsum("bm,bsm->bs", q, K)            # (B, s)
-        A = torch.softmax(S, dim=-1)                                  # (B, s) over positions
-        O = torch.einsum("bs,bsm->bm", A, H)                          # (B, m)
-    Z = O @ W1                                                        # (…, Q, d) logits
+        tokens = data.tokens[:, :-1] if isinstance(data, Sequences) else data  # (B, s) contexts
+        H = W0[tokens]  # (B, s, m)
+        q = H[:, -1] @ WQ  # (B, m): the query is the last position
+        K = H @ WK  # (B, s, m)
+        S = score_scale * torch.einsum("bm,bsm->bs", q, K)  # (B, s)
+        A = torch.softmax(S, dim=-1)  # (B, s) over positions
+        O = torch.einsum("bs,bsm->bm", A, H)  # (B, m)
+    Z = O @ W1  # (…, Q, d) logits
     return ModelOutput(scores=S, attention=A, attended=O, logits=Z, log_probs=torch.log_softmax(Z, dim=-1))
 
 
@@ -233,13 +248,13 @@ class PopulationLoss:
         self.chain = chain
         self.score_scale = float(score_scale)
         self.P, self.pi = chain.tensors(dtype, device)
-        self.F = self.pi[:, None] * self.P                        # (d, d): joint Π P of (x_s, x_{s+1})
+        self.F = self.pi[:, None] * self.P  # (d, d): joint Π P of (x_s, x_{s+1})
         self.log_pi = torch.log(self.pi)
 
     def __call__(self, theta: dict[str, torch.Tensor]) -> torch.Tensor:
         W0, WQ, WK, W1 = (theta[n] for n in PARAM_NAMES)
-        S = self.score_scale * (W0 @ WQ) @ (W0 @ WK).transpose(-1, -2) + self.log_pi   # (…, d, d)
-        Z = torch.softmax(S, dim=-1) @ W0 @ W1                                          # (…, d, d)
+        S = self.score_scale * (W0 @ WQ) @ (W0 @ WK).transpose(-1, -2) + self.log_pi  # (…, d, d)
+        Z = torch.softmax(S, dim=-1) @ W0 @ W1  # (…, d, d)
         return -(self.F * torch.log_softmax(Z, dim=-1)).sum((-1, -2))
 
     @property
@@ -269,26 +284,26 @@ class PopulationGrad:
 
     def __call__(self, y: np.ndarray) -> np.ndarray:
         d, m, c, k = self.d, self.m, self.c, self.cuts
-        W0 = y[k[0]:k[1]].reshape(d, m)
-        WQ = y[k[1]:k[2]].reshape(m, m)
-        WK = y[k[2]:k[3]].reshape(m, m)
-        W1 = y[k[3]:k[4]].reshape(m, d)
-        M = WQ @ WK.T                                             # (m, m)
-        S = c * (W0 @ M @ W0.T) + self.log_pi                     # (d, d)
+        W0 = y[k[0] : k[1]].reshape(d, m)
+        WQ = y[k[1] : k[2]].reshape(m, m)
+        WK = y[k[2] : k[3]].reshape(m, m)
+        W1 = y[k[3] : k[4]].reshape(m, d)
+        M = WQ @ WK.T  # (m, m)
+        S = c * (W0 @ M @ W0.T) + self.log_pi  # (d, d)
         S -= S.max(1, keepdims=True)
         A = np.exp(S)
         A /= A.sum(1, keepdims=True)
-        O = A @ W0                                                # (d, m)
-        Z = O @ W1                                                # (d, d)
+        O = A @ W0  # (d, m)
+        Z = O @ W1  # (d, d)
         Z -= Z.max(1, keepdims=True)
         P_hat = np.exp(Z)
         P_hat /= P_hat.sum(1, keepdims=True)
-        G_Z = self.pi[:, None] * (P_hat - self.P)                 # (d, d)
-        G_O = G_Z @ W1.T                                          # (d, m)
-        G_A = G_O @ W0.T                                          # (d, d)
-        G_S = A * (G_A - (A * G_A).sum(1, keepdims=True))         # (d, d)
+        G_Z = self.pi[:, None] * (P_hat - self.P)  # (d, d)
+        G_O = G_Z @ W1.T  # (d, m)
+        G_A = G_O @ W0.T  # (d, d)
+        G_S = A * (G_A - (A * G_A).sum(1, keepdims=True))  # (d, d)
         G_W0 = A.T @ G_O + c * (G_S @ W0 @ M.T + G_S.T @ W0 @ M)  # (d, m)
-        G_M = c * (W0.T @ G_S @ W0)                               # (m, m)
+        G_M = c * (W0.T @ G_S @ W0)  # (m, m)
         return np.concatenate([G_W0.ravel(), (G_M @ WK).ravel(), (G_M.T @ WQ).ravel(), (O.T @ G_Z).ravel()])
 
 
@@ -298,5 +313,5 @@ def hessian(loss, theta: dict[str, torch.Tensor]) -> tuple[np.ndarray, list[tupl
     from attnflow.flow import Flattener
 
     fl = Flattener({n: theta[n] for n in PARAM_NAMES})
-    H = torch.func.hessian(lambda v: loss(fl.unflatten(v)))(fl.flatten(theta))    # (n, n)
+    H = torch.func.hessian(lambda v: loss(fl.unflatten(v)))(fl.flatten(theta))  # (n, n)
     return H.detach().numpy(), [(n, sl) for n, (sl, _) in fl.layout.items()]

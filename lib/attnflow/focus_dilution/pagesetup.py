@@ -7,6 +7,7 @@ pca_trajectories, robustness) also take their training settings, the population 
 compared with and the runs on their data seeds from here. Claims about random training run
 ``n_seeds`` data seeds (``data_seed``, ``data_seed + 1``, …) as one batch.
 """
+
 from __future__ import annotations
 
 from attnflow import device as devices
@@ -16,8 +17,16 @@ from attnflow.focus_dilution.contracts import is_reference, make_chain
 from attnflow.focus_dilution.samples import MarkovContexts
 from attnflow.focus_dilution.training import RunSpec, TrainRun, train_runs
 
-__all__ = ["start_page", "start_training_page", "train_settings", "page_flow", "flow_and_trained", "data_seeds",
-           "trained_runs"]
+__all__ = [
+    "start_page",
+    "start_training_page",
+    "train_settings",
+    "page_flow",
+    "flow_and_trained",
+    "data_seeds",
+    "trained_runs",
+    "page_flow_until",
+]
 
 
 def start_page(cfg) -> tuple[MarkovChain, bool]:
@@ -42,16 +51,31 @@ def start_training_page(cfg) -> MarkovChain:
 def train_settings(cfg, dtype: str = "float32") -> dict:
     """The keyword arguments of :func:`train_runs` set by a training page's parameters: optimizer,
     η, steps, record_every and the initialization (ε, m, seed, c) shared with the flow."""
-    return dict(optimizer=cfg.optimizer, lr=cfg.lr, steps=cfg.steps, record_every=cfg.record_every,
-                init_scale=cfg.init_scale, d_model=cfg.d_model, seed=cfg.seed, score_scale=cfg.score_scale,
-                device=cfg.device, dtype=dtype)
+    return dict(
+        optimizer=cfg.optimizer,
+        lr=cfg.lr,
+        steps=cfg.steps,
+        record_every=cfg.record_every,
+        init_scale=cfg.init_scale,
+        d_model=cfg.d_model,
+        seed=cfg.seed,
+        score_scale=cfg.score_scale,
+        device=cfg.device,
+        dtype=dtype,
+    )
 
 
 def page_flow(cfg, chain: MarkovChain) -> runs.FlowRun:
     """The population gradient flow from the page's θ(0) up to the training horizon t = η·steps, the
     time GD reaches (BDF, float64; ``runs.population_flow``)."""
-    return runs.population_flow(chain, d_model=cfg.d_model, init_scale=cfg.init_scale, seed=cfg.seed,
-                                score_scale=cfg.score_scale, t_eval=runs.time_grid(cfg.lr * cfg.steps))
+    return runs.population_flow(
+        chain,
+        d_model=cfg.d_model,
+        init_scale=cfg.init_scale,
+        seed=cfg.seed,
+        score_scale=cfg.score_scale,
+        t_eval=runs.time_grid(cfg.lr * cfg.steps),
+    )
 
 
 def flow_and_trained(cfg, chain: MarkovChain, dtype: str = "float32") -> tuple[runs.FlowRun, TrainRun]:
@@ -71,7 +95,48 @@ def data_seeds(cfg, n_seeds: int | None = None) -> list[int]:
 def trained_runs(cfg, chain: MarkovChain, dtype: str = "float32", n_seeds: int | None = None) -> list[TrainRun]:
     """One full-batch run per data seed (:func:`data_seeds`), each on ``cfg.n_samples`` sequences of
     length ``cfg.seq_len``, all from the page's θ(0) and trained together as one batch."""
-    specs = [RunSpec(chain, MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=s).examples(), f"data seed {s}")
-             for s in data_seeds(cfg, n_seeds)]
+    specs = [
+        RunSpec(chain, MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=s).examples(), f"data seed {s}")
+        for s in data_seeds(cfg, n_seeds)
+    ]
     with devices.single_threaded():
         return train_runs(specs, **train_settings(cfg, dtype))
+
+
+def page_flow_until(cfg, chain: MarkovChain, flow: runs.FlowRun, t_end: float) -> runs.FlowRun:
+    """The page's flow up to ``t_end``: ``flow`` itself where ``t_end`` is within it (or not finite), else the same
+    flow from the page's θ(0) integrated anew on ``runs.time_grid(⌈t_end⌉)``."""
+    import math
+
+    if not (math.isfinite(t_end) and t_end > flow.t[-1]):
+        return flow
+    return runs.population_flow(
+        chain,
+        d_model=cfg.d_model,
+        init_scale=cfg.init_scale,
+        seed=cfg.seed,
+        score_scale=cfg.score_scale,
+        t_eval=runs.time_grid(float(math.ceil(t_end))),
+    )
+
+
+def sampled_forecasts(cfg, chain: MarkovChain, runs: list, detected: list) -> list:
+    """R5's forecast (``transverse.forecast``) of each sampled run (:func:`trained_runs` on ``chain``) from the end
+    of its first detected dilution, on the rows that run trained on (regenerated from its data seed): a list with
+    None where no first dilution was detected — and None for every run when fewer than ``stats.MIN_SEEDS`` reach
+    one (a share over them cannot be decided, so nothing is forecast)."""
+    import numpy as np
+
+    from attnflow import stats
+    from attnflow.focus_dilution import transverse
+
+    starts = [d.get("dilution", 1).end for d in detected]
+    if np.isfinite(starts).sum() < stats.MIN_SEEDS:
+        return [None] * len(runs)
+    rows = [
+        MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=s).examples() if np.isfinite(t) else None
+        for s, t in zip(data_seeds(cfg), starts)
+    ]
+    return transverse.forecast(
+        runs, starts, rows, lr=cfg.lr, record_every=cfg.record_every, score_scale=cfg.score_scale, device=cfg.device
+    )

@@ -22,6 +22,7 @@ approximation holds well enough in early training"). Both runs are trained by
 token k in row b; its mean over rows divided by the mean count share n_kb/s is the *lift* of k
 (1 under uniform attention; > 1 = focus on k). Entropy per row: −Σ_k A_kb log(A_kb / n_kb).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,9 +35,26 @@ from attnflow.focus_dilution import chain as chains, closed_forms, runs as runs_
 from attnflow.focus_dilution.model import PARAM_NAMES, rank_one_params
 from attnflow.params import Param, ParameterError, Schema
 
-__all__ = ["RealStream", "load_stream", "window_examples", "bigram_chain", "RealTextRun", "train",
-           "token_attention", "group_lift", "lifts_at", "markov_gap", "milestones", "AttentionMode", "attention_mode", "saddle_lift", "training_loss", "escape_forecast",
-           "SCHEMA", "CORPORA"]
+__all__ = [
+    "RealStream",
+    "load_stream",
+    "window_examples",
+    "bigram_chain",
+    "RealTextRun",
+    "train",
+    "token_attention",
+    "group_lift",
+    "lifts_at",
+    "markov_gap",
+    "milestones",
+    "AttentionMode",
+    "attention_mode",
+    "saddle_lift",
+    "training_loss",
+    "escape_forecast",
+    "SCHEMA",
+    "CORPORA",
+]
 
 CORPORA = ("wikitext", "tinystories")
 SHOW = {" ": "␣", "\n": "\\n", "\n\n": "\\n\\n"}
@@ -47,11 +65,11 @@ class RealStream:
     """A corpus as compact token ids: the vocab_size − 1 most frequent pieces, then UNK (last id)."""
 
     name: str
-    source: str               # the loader's announcement line
+    source: str  # the loader's announcement line
     standin: bool
-    train: torch.Tensor       # (L,) int64 in [0, d)
+    train: torch.Tensor  # (L,) int64 in [0, d)
     validation: torch.Tensor  # (L_val,)
-    units: list[str]          # (d,) the piece of each id ("<unk>" last)
+    units: list[str]  # (d,) the piece of each id ("<unk>" last)
 
     @property
     def d(self) -> int:
@@ -71,8 +89,9 @@ class RealStream:
     def index(self, unit: str) -> int:
         """Id of a piece; KeyError naming the kept pieces if it fell into UNK."""
         if unit not in self.units:
-            raise KeyError(f"piece {unit!r} is not among the {self.d - 1} kept pieces of {self.name}; "
-                           f"kept: {self.units[:20]}…")
+            raise KeyError(
+                f"piece {unit!r} is not among the {self.d - 1} kept pieces of {self.name}; kept: {self.units[:20]}…"
+            )
         return self.units.index(unit)
 
     def label(self, k: int) -> str:
@@ -80,8 +99,9 @@ class RealStream:
         return SHOW.get(self.units[k], self.units[k])
 
 
-def load_stream(name: str, vocab_size: int = 64, source: str = "auto", max_chars: int | None = None,
-                scheme: str = "words") -> RealStream:
+def load_stream(
+    name: str, vocab_size: int = 64, source: str = "auto", max_chars: int | None = None, scheme: str = "words"
+) -> RealStream:
     """Load ``wikitext`` or ``tinystories`` (one source line printed) and keep vocab_size − 1 pieces + UNK.
     ``scheme``: "words" (whitespace runs are tokens) or "gpt2" (a space attaches to the next word)."""
     if name not in CORPORA:
@@ -89,10 +109,12 @@ def load_stream(name: str, vocab_size: int = 64, source: str = "auto", max_chars
     if not isinstance(vocab_size, int) or vocab_size < 3:
         raise ParameterError(f"parameter 'vocab_size': received {vocab_size!r}; allowed: an integer ≥ 3")
     corpus = data.load(name, source=source, max_chars=max_chars)
-    stream = corpus.encode(vocab_size=vocab_size + 2, scheme=scheme)       # specials <pad>, <unk>, <sep> + vocab_size − 1 pieces
+    stream = corpus.encode(
+        vocab_size=vocab_size + 2, scheme=scheme
+    )  # specials <pad>, <unk>, <sep> + vocab_size − 1 pieces
     tok = stream.tokenizer
     n_kept = len(tok) - 3
-    remap = torch.full((len(tok),), n_kept, dtype=torch.long)      # <pad>, <unk>, <sep> -> UNK (pad/sep never occur)
+    remap = torch.full((len(tok),), n_kept, dtype=torch.long)  # <pad>, <unk>, <sep> -> UNK (pad/sep never occur)
     remap[3:] = torch.arange(n_kept)
     units = tok.vocab[3:] + ["<unk>"]
     return RealStream(name, corpus.source, corpus.standin, remap[stream.train], remap[stream.validation], units)
@@ -104,9 +126,9 @@ def window_examples(ids: torch.Tensor, d: int, n_samples: int, seq_len: int, see
         raise ParameterError(f"parameter 'seq_len': received {seq_len}; the stream holds only {len(ids)} tokens")
     gen = torch.Generator().manual_seed(int(seed))
     start = torch.randint(0, len(ids) - seq_len - 1, (n_samples,), generator=gen)
-    win = ids[start[:, None] + torch.arange(seq_len + 1)]                      # (N, s + 1)
+    win = ids[start[:, None] + torch.arange(seq_len + 1)]  # (N, s + 1)
     counts = torch.zeros(n_samples, d, dtype=torch.long).scatter_add_(1, win[:, :-1], torch.ones_like(win[:, :-1]))
-    return training.Examples.from_rows(win[:, -2], counts, win[:, -1], d)      # counts (d, B)
+    return training.Examples.from_rows(win[:, -2], counts, win[:, -1], d)  # counts (d, B)
 
 
 def bigram_chain(ids: torch.Tensor, d: int, smoothing: float = 0.1) -> chains.MarkovChain:
@@ -123,12 +145,12 @@ def token_attention(theta: dict[str, torch.Tensor], ex: training.Examples, score
     batch = training.stack([ex], dtype=theta["W0"].dtype)
     batch = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in batch.items()}  # (T, d, B)
     with torch.no_grad():
-        A, _ = training.forward(theta, batch, score_scale)                     # (T, d, B)
-    w = ex.weights.sum(0).to(A.dtype)                                          # (B,) row weights, sum 1
-    n = ex.counts.to(A.dtype)                                                  # (d, B)
-    share = ((n / n.sum(0)) * w).sum(-1)                                       # (d,)
+        A, _ = training.forward(theta, batch, score_scale)  # (T, d, B)
+    w = ex.weights.sum(0).to(A.dtype)  # (B,) row weights, sum 1
+    n = ex.counts.to(A.dtype)  # (d, B)
+    share = ((n / n.sum(0)) * w).sum(-1)  # (d,)
     A, n = A.double(), n.double()
-    per_pos = torch.where(n > 0, A / n.clamp_min(1), torch.ones_like(A))      # (T, d, B)
+    per_pos = torch.where(n > 0, A / n.clamp_min(1), torch.ones_like(A))  # (T, d, B)
     entropy = -((A * torch.log(per_pos.clamp_min(1e-300))) * w).sum((1, 2))  # (T,)
     return (A * w).sum(-1).numpy(), share.numpy(), entropy.numpy()
 
@@ -141,11 +163,11 @@ class RealTextRun:
     text: RealStream
     chain: chains.MarkovChain
     runs: dict[str, training.TrainRun]  # training.TrainRun per run (t = lr·step, states, population quantities)
-    mass: dict[str, np.ndarray]         # (T, d) attention mass per token id on held-out windows
-    share: np.ndarray                   # (d,) count share of each token in those windows
-    entropy: dict[str, np.ndarray]      # (T,) mean attention entropy over positions
-    val_loss: dict[str, np.ndarray]     # (T,) loss on the held-out real windows
-    plateau: float                      # entropy of the training targets: the loss at the unigram saddle
+    mass: dict[str, np.ndarray]  # (T, d) attention mass per token id on held-out windows
+    share: np.ndarray  # (d,) count share of each token in those windows
+    entropy: dict[str, np.ndarray]  # (T,) mean attention entropy over positions
+    val_loss: dict[str, np.ndarray]  # (T,) loss on the held-out real windows
+    plateau: float  # entropy of the training targets: the loss at the unigram saddle
     examples: training.Examples = None  # the real run's training windows (the loss it descends)
     eval_examples: training.Examples = None  # the held-out windows every attention measure is taken on
 
@@ -161,8 +183,13 @@ class RealTextRun:
         """Markov-approximation constants: unstable rate g at θ_c¹ (its sign sets the focus direction,
         spec R2–R3), ‖π‖² (tokens above it gain attention when g > 0), H(π), bigram loss, log d."""
         pi = self.chain.pi
-        return {"g": closed_forms.g_rate(self.chain), "pi_sq": float(pi @ pi), "H_pi": self.chain.unigram_entropy(),
-                "bigram": self.chain.bigram_loss(), "log_d": float(np.log(self.text.d))}
+        return {
+            "g": closed_forms.g_rate(self.chain),
+            "pi_sq": float(pi @ pi),
+            "H_pi": self.chain.unigram_entropy(),
+            "bigram": self.chain.bigram_loss(),
+            "log_d": float(np.log(self.text.d)),
+        }
 
     def first_move(self, level: float = 0.1, run: str = "real") -> tuple[int, np.ndarray]:
         """Index of the first record where some token's lift is ≥ ``level`` away from 1, and the lift
@@ -174,30 +201,54 @@ class RealTextRun:
         return int(hit[0]), self.lift(run)[hit[0]] - 1
 
 
-def train(text: RealStream, *, seq_len: int = 64, n_train: int = 1024, n_eval: int = 512, steps: int = 2800,
-          lr: float = 0.1, optimizer: str = "gd", record_every: int = 10, init_scale: float = 1e-3, d_model: int = 16,
-          smoothing: float = 0.1, seed: int = 1, device: str = "auto") -> RealTextRun:
+def train(
+    text: RealStream,
+    *,
+    seq_len: int = 64,
+    n_train: int = 1024,
+    n_eval: int = 512,
+    steps: int = 2800,
+    lr: float = 0.1,
+    optimizer: str = "gd",
+    record_every: int = 10,
+    init_scale: float = 1e-3,
+    d_model: int = 16,
+    smoothing: float = 0.1,
+    seed: int = 1,
+    device: str = "auto",
+) -> RealTextRun:
     """Train on real windows and on the fitted chain's population loss from the same θ(0); measure both."""
     real_ex = window_examples(text.train, text.d, n_train, seq_len, seed)
     eval_ex = window_examples(text.validation, text.d, n_eval, seq_len, seeding.stream(seed, "eval"))
     chain = bigram_chain(text.train, text.d, smoothing)
-    specs = {"real": training.RunSpec(chain, real_ex, "real text"),
-             "markov": training.RunSpec(chain, training.population_examples(chain), "Markov approximation")}
+    specs = {
+        "real": training.RunSpec(chain, real_ex, "real text"),
+        "markov": training.RunSpec(chain, training.population_examples(chain), "Markov approximation"),
+    }
     trained = {}
-    with runs_.single_threaded():       # tiny matmuls: extra threads only contend on a shared CPU
-        for name, spec in specs.items():    # one at a time: stacked, the d population rows would be padded to N
-            trained[name], = training.train_runs([spec], optimizer=optimizer, lr=lr, steps=steps, record_every=record_every,
-                                                 init_scale=init_scale, d_model=d_model, seed=seed, device=device,
-                                                 desc=f"{text.name}: {spec.label}")
+    with runs_.single_threaded():  # tiny matmuls: extra threads only contend on a shared CPU
+        for name, spec in specs.items():  # one at a time: stacked, the d population rows would be padded to N
+            (trained[name],) = training.train_runs(
+                [spec],
+                optimizer=optimizer,
+                lr=lr,
+                steps=steps,
+                record_every=record_every,
+                init_scale=init_scale,
+                d_model=d_model,
+                seed=seed,
+                device=device,
+                desc=f"{text.name}: {spec.label}",
+            )
     eval_batch = training.stack([eval_ex], dtype=torch.float64)
     out = {"runs": trained, "mass": {}, "entropy": {}, "val_loss": {}}
     for name, run in out["runs"].items():
-        theta = {n: run.states[n] for n in PARAM_NAMES}                        # (T, …) float64
+        theta = {n: run.states[n] for n in PARAM_NAMES}  # (T, …) float64
         out["mass"][name], share, out["entropy"][name] = token_attention(theta, eval_ex)
         b = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in eval_batch.items()}
         with torch.no_grad():
             out["val_loss"][name] = training.run_losses(theta, b).numpy()
-    target_freq = real_ex.weights.sum(1).numpy()                               # (d,) training target frequencies
+    target_freq = real_ex.weights.sum(1).numpy()  # (d,) training target frequencies
     plateau = float(-(target_freq[target_freq > 0] * np.log(target_freq[target_freq > 0])).sum())
     return RealTextRun(text, chain, share=share, plateau=plateau, examples=real_ex, eval_examples=eval_ex, **out)
 
@@ -212,7 +263,7 @@ def lifts_at(res: RealTextRun, t: float, units, group) -> dict[str, float]:
     into UNK) and, under "group", the mean lift of the token ids in ``group``. At the first attention
     move this is what claim B11 compares: "the" and whitespace should lead, mid-frequency tokens follow."""
     i = int(np.argmin(np.abs(res.t - t)))
-    lift = res.lift()[i]                                                      # (d,)
+    lift = res.lift()[i]  # (d,)
     out = {u: float(lift[res.text.index(u)]) if u in res.text.units else float("nan") for u in units}
     out["group"] = float(lift[list(group)].mean())
     return out
@@ -224,16 +275,16 @@ def markov_gap(res: RealTextRun) -> np.ndarray:
     return np.abs(res.val_loss["real"] - res.val_loss["markov"]) / drop
 
 
-MODE_RTOL = 1e-8    # eigenvalues of H within this relative distance of λ_min span one unstable eigenspace
+MODE_RTOL = 1e-8  # eigenvalues of H within this relative distance of λ_min span one unstable eigenspace
 
 
 @dataclass(frozen=True)
 class AttentionMode:
     """The unigram saddle's unstable attention mode at a state (see :func:`attention_mode`)."""
 
-    rate: float                 # r = −λ_min of the Hessian in (WQ, WK); 0 without a negative eigenvalue
-    amplitude: float            # ‖P x‖: the state's (WQ, WK) projected on the unstable eigenspace
-    multiplicity: int           # dimension of that eigenspace (m on a rank-one condensate: WQ, WK → WQ R, WK R)
+    rate: float  # r = −λ_min of the Hessian in (WQ, WK); 0 without a negative eigenvalue
+    amplitude: float  # ‖P x‖: the state's (WQ, WK) projected on the unstable eigenspace
+    multiplicity: int  # dimension of that eigenspace (m on a rank-one condensate: WQ, WK → WQ R, WK R)
 
 
 def attention_mode(theta: dict[str, torch.Tensor], loss) -> AttentionMode:
@@ -252,15 +303,16 @@ def attention_mode(theta: dict[str, torch.Tensor], loss) -> AttentionMode:
     size = int(np.prod(shape))
 
     def at(x):
-        return loss(dict(theta, WQ=x[:size].reshape(shape), WK=x[size:].reshape(shape)))     # (m, m) each
+        return loss(dict(theta, WQ=x[:size].reshape(shape), WK=x[size:].reshape(shape)))  # (m, m) each
 
     with runs_.single_threaded():
         H = torch.autograd.functional.hessian(at, torch.zeros(2 * size, dtype=torch.float64)).numpy()
     lam, V = np.linalg.eigh(0.5 * (H + H.T))
-    E = V[:, np.abs(lam - lam[0]) <= MODE_RTOL * abs(lam[0])]                               # (2 m², k)
-    x = torch.cat([theta["WQ"].reshape(-1), theta["WK"].reshape(-1)]).numpy()             # (2 m²,)
-    return AttentionMode(rate=max(0.0, float(-lam[0])), amplitude=float(np.linalg.norm(E.T @ x)),
-                         multiplicity=int(E.shape[1]))
+    E = V[:, np.abs(lam - lam[0]) <= MODE_RTOL * abs(lam[0])]  # (2 m², k)
+    x = torch.cat([theta["WQ"].reshape(-1), theta["WK"].reshape(-1)]).numpy()  # (2 m²,)
+    return AttentionMode(
+        rate=max(0.0, float(-lam[0])), amplitude=float(np.linalg.norm(E.T @ x)), multiplicity=int(E.shape[1])
+    )
 
 
 def saddle_lift(chain: chains.MarkovChain, examples: training.Examples, m: int, dev: float = 1e-4) -> np.ndarray:
@@ -277,7 +329,7 @@ def saddle_lift(chain: chains.MarkovChain, examples: training.Examples, m: int, 
         mass, share, _ = token_attention(theta, examples)
         return mass[0] / share - 1
 
-    k0 = float(np.sign(g) or 1.0) * 1e-6         # scores ~1e-6 α²: deep in the linear regime
+    k0 = float(np.sign(g) or 1.0) * 1e-6  # scores ~1e-6 α²: deep in the linear regime
     return lift(k0 * dev / float(np.abs(lift(k0)).max()))
 
 
@@ -322,45 +374,71 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
     below = np.flatnonzero(loss <= res.plateau - escape_frac * (res.plateau - th["bigram"]))
     i_e = int(below[0]) if len(below) else len(t) - 1
     i_m, change = res.first_move(move)
-    r3 = np.sign(th["g"]) * (res.chain.pi - th["pi_sq"])                    # R3's closed form of the move
+    r3 = np.sign(th["g"]) * (res.chain.pi - th["pi_sq"])  # R3's closed form of the move
     gap = markov_gap(res)
 
-    def first(y, level):                                                      # first t with y ≤ level
+    def first(y, level):  # first t with y ≤ level
         hit = np.flatnonzero(y <= level)
         return float(t[hit[0]]) if len(hit) else float("nan")
 
     state = {n: res.runs["real"].states[n][i_c] for n in PARAM_NAMES}
-    mode = attention_mode(state, training_loss(res))                           # the unstable mode at t_cond
-    predicted = saddle_lift(res.chain, res.eval_examples, state["W0"].shape[-1])   # the theory's move, linear
-    predicted *= np.linalg.norm(change) / np.linalg.norm(predicted)          # drawn at the move's size, sign kept
-    corr = lambda a, b: float(np.corrcoef(a, b)[0, 1])                        # noqa: E731
-    drop = escape_frac * (res.plateau - th["bigram"])                          # the escape criterion below the plateau
+    mode = attention_mode(state, training_loss(res))  # the unstable mode at t_cond
+    predicted = saddle_lift(res.chain, res.eval_examples, state["W0"].shape[-1])  # the theory's move, linear
+    predicted *= np.linalg.norm(change) / np.linalg.norm(predicted)  # drawn at the move's size, sign kept
+    corr = lambda a, b: float(np.corrcoef(a, b)[0, 1])  # noqa: E731
+    drop = escape_frac * (res.plateau - th["bigram"])  # the escape criterion below the plateau
     val = res.val_loss
-    v_plateau = float(np.median(val["real"][i_c: max(i_e, i_c + 1)]))       # held-out loss on the plateau
+    v_plateau = float(np.median(val["real"][i_c : max(i_e, i_c + 1)]))  # held-out loss on the plateau
     half, esc = 0.5 * (th["log_d"] + v_plateau), v_plateau - escape_frac * (v_plateau - th["bigram"])
-    return {"t_half": first(val["real"], half), "t_half_markov": first(val["markov"], half),
-            "t_escape_val": first(val["real"], esc), "t_escape_markov": first(val["markov"], esc),
-            "gap_plateau": float(gap[i_c: max(i_e, i_c + 1)].max()),"t_cond": float(t[i_c]), "rank_cond": float(rank[i_c]), "rank_init": float(rank[0]),
-            "lift_dev_cond": float(np.abs(res.lift()[i_c] - 1).max()), "loss_cond": float(loss[i_c]),
-            "t_escape": float(t[i_e]), "escaped": bool(len(below)), "rank_end": float(rank[-1]),
-            "t_move": float(t[i_m]), "move_level": move, "move_corr": corr(change, predicted),
-            "move_sign": float(np.mean(np.sign(change) == np.sign(predicted))), "move_change": change,
-            "move_predicted": predicted, "move_corr_r3": corr(change, r3), "mode_corr_r3": corr(predicted, r3),
-            "gap_all": float(gap.max()), "loss_end": float(loss[-1]), "t_end": float(t[-1]),
-            "rate_cond": mode.rate, "amp_cond": mode.amplitude, "mode_multiplicity": mode.multiplicity,
-            "t_forecast": escape_forecast(mode.rate, mode.amplitude, drop, float(t[i_c])), **th}
+    return {
+        "t_half": first(val["real"], half),
+        "t_half_markov": first(val["markov"], half),
+        "t_escape_val": first(val["real"], esc),
+        "t_escape_markov": first(val["markov"], esc),
+        "gap_plateau": float(gap[i_c : max(i_e, i_c + 1)].max()),
+        "t_cond": float(t[i_c]),
+        "rank_cond": float(rank[i_c]),
+        "rank_init": float(rank[0]),
+        "lift_dev_cond": float(np.abs(res.lift()[i_c] - 1).max()),
+        "loss_cond": float(loss[i_c]),
+        "t_escape": float(t[i_e]),
+        "escaped": bool(len(below)),
+        "rank_end": float(rank[-1]),
+        "t_move": float(t[i_m]),
+        "move_level": move,
+        "move_corr": corr(change, predicted),
+        "move_sign": float(np.mean(np.sign(change) == np.sign(predicted))),
+        "move_change": change,
+        "move_predicted": predicted,
+        "move_corr_r3": corr(change, r3),
+        "mode_corr_r3": corr(predicted, r3),
+        "gap_all": float(gap.max()),
+        "loss_end": float(loss[-1]),
+        "t_end": float(t[-1]),
+        "rate_cond": mode.rate,
+        "amp_cond": mode.amplitude,
+        "mode_multiplicity": mode.multiplicity,
+        "t_forecast": escape_forecast(mode.rate, mode.amplitude, drop, float(t[i_c])),
+        **th,
+    }
 
 
 # -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------
 SCHEMA = Schema(
     "focus_dilution/real_text",
-    requires=[(lambda c: len(set(c.corpora)) == len(c.corpora), "corpora are distinct"),
-              (lambda c: c.n_top < c.vocab_size - 1 and c.mid_ranks[1] < c.vocab_size - 1,
-               "n_top and mid_ranks lie inside the kept vocabulary"),
-              (lambda c: c.mid_ranks[0] <= c.mid_ranks[1], "mid_ranks = [first, last] with first ≤ last"),
-              (lambda c: c.n_top <= c.mid_ranks[0],
-               "the mid-frequency group starts at or after the frequent group: n_top ≤ mid_ranks[0]"),
-              (lambda c: c.steps >= 5 * c.record_every, "steps ≥ 5 · record_every (at least 5 recorded states)")],
+    requires=[
+        (lambda c: len(set(c.corpora)) == len(c.corpora), "corpora are distinct"),
+        (
+            lambda c: c.n_top < c.vocab_size - 1 and c.mid_ranks[1] < c.vocab_size - 1,
+            "n_top and mid_ranks lie inside the kept vocabulary",
+        ),
+        (lambda c: c.mid_ranks[0] <= c.mid_ranks[1], "mid_ranks = [first, last] with first ≤ last"),
+        (
+            lambda c: c.n_top <= c.mid_ranks[0],
+            "the mid-frequency group starts at or after the frequent group: n_top ≤ mid_ranks[0]",
+        ),
+        (lambda c: c.steps >= 5 * c.record_every, "steps ≥ 5 · record_every (at least 5 recorded states)"),
+    ],
     corpora=Param(list, doc="corpora", item=str, choices=CORPORA, max_len=2),
     source=Param(str, doc="data source", choices=("auto", "hub", "standin")),
     max_chars=Param(int, 10**4, 10**10, "characters kept per split (bounds tokenization time)"),
@@ -376,8 +454,9 @@ SCHEMA = Schema(
     init_scale=Param(float, 0, 1, "ε, init std of every entry", lo_open=True),
     smoothing=Param(float, 0, 100, "add-α smoothing of the bigram chain", lo_open=True),
     n_top=Param(int, 1, 100, "most frequent tokens of the 'frequent' group"),
-    mid_ranks=Param(list, 0, 4096, "frequency ranks [first, last] of the mid-frequency group", item=int,
-                    min_len=2, max_len=2),
+    mid_ranks=Param(
+        list, 0, 4096, "frequency ranks [first, last] of the mid-frequency group", item=int, min_len=2, max_len=2
+    ),
     seed=Param(int, 0, 2**31 - 1, "seed of the init and of the windows"),
     device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
 )

@@ -20,6 +20,7 @@ stores rows (query q, counts n (d,), target weights w (d,)), with identical (q, 
 the population loss is the same form with n = π and w = π_q P_q· (d rows, ``population_examples``).
 One code path serves finite samples and the limit (``training.train_runs``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,12 +50,12 @@ class MarkovSequences(torch.utils.data.Dataset):
         return self.n_samples
 
     def __getitem__(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.tokens[n, :-1], self.tokens[n, -1]                # context (s,), target ()
+        return self.tokens[n, :-1], self.tokens[n, -1]  # context (s,), target ()
 
     def transition_counts(self) -> np.ndarray:
         """Counts of every observed transition x_t → x_{t+1}, (d, d)."""
         d = self.chain.d
-        pairs = self.tokens[:, :-1] * d + self.tokens[:, 1:]          # (N, s)
+        pairs = self.tokens[:, :-1] * d + self.tokens[:, 1:]  # (N, s)
         return torch.bincount(pairs.reshape(-1), minlength=d * d).reshape(d, d).numpy()
 
     def empirical_P(self) -> np.ndarray:
@@ -69,8 +70,8 @@ class MarkovSequences(torch.utils.data.Dataset):
         d, x = self.chain.d, self.tokens
         if positions == "last":
             counts = torch.zeros(len(x), d, dtype=torch.long).scatter_add_(1, x[:, :-1], torch.ones_like(x[:, :-1]))
-            return Examples.from_rows(x[:, -2], counts, x[:, -1], d)                 # counts (N, d)
-        prefix = torch.nn.functional.one_hot(x[:, :-1], d).cumsum(1)   # (N, s, d): counts of x_1..x_t
+            return Examples.from_rows(x[:, -2], counts, x[:, -1], d)  # counts (N, d)
+        prefix = torch.nn.functional.one_hot(x[:, :-1], d).cumsum(1)  # (N, s, d): counts of x_1..x_t
         return Examples.from_rows(x[:, :-1].reshape(-1), prefix.reshape(-1, d), x[:, 1:].reshape(-1), d)
 
 
@@ -86,15 +87,15 @@ class MarkovContexts(torch.utils.data.Dataset):
                 raise ValueError(f"{name} = {v!r}; allowed: an integer ≥ 1")
         self.chain, self.n_samples, self.seq_len, self.seed = chain, n_samples, seq_len, seed
         d, rng = chain.d, np.random.default_rng(seed)
-        cum = np.cumsum(chain.P, 1).T.copy()                           # (d, d): cum[j, i] = P(next ≤ j | i)
+        cum = np.cumsum(chain.P, 1).T.copy()  # (d, d): cum[j, i] = P(next ≤ j | i)
         x = np.searchsorted(np.cumsum(chain.pi), rng.random(n_samples), side="right").clip(max=d - 1)  # (N,) x_1 ~ π
         flat, base = np.zeros(n_samples * d, np.int64), np.arange(n_samples) * d
-        for _ in range(seq_len):                                       # x_1 .. x_s enter the counts
+        for _ in range(seq_len):  # x_1 .. x_s enter the counts
             flat += np.bincount(base + x, minlength=n_samples * d)
             query, u = x, rng.random(n_samples)
-            x = sum((cum[j][x] <= u).astype(np.int64) for j in range(d - 1))    # (N,) next token
-        self.counts = torch.from_numpy(flat.reshape(n_samples, d))     # (N, d)
-        self.query, self.target = torch.from_numpy(query), torch.from_numpy(x)   # (N,), (N,)
+            x = sum((cum[j][x] <= u).astype(np.int64) for j in range(d - 1))  # (N,) next token
+        self.counts = torch.from_numpy(flat.reshape(n_samples, d))  # (N, d)
+        self.query, self.target = torch.from_numpy(query), torch.from_numpy(x)  # (N,), (N,)
 
     def __len__(self) -> int:
         return self.n_samples
@@ -104,8 +105,10 @@ class MarkovContexts(torch.utils.data.Dataset):
 
     def examples(self, positions: str = "last") -> "Examples":
         if positions != "last":
-            raise ValueError(f"positions = {positions!r}: MarkovContexts keeps only the last position; "
-                             "use MarkovSequences for positions='all'")
+            raise ValueError(
+                f"positions = {positions!r}: MarkovContexts keeps only the last position; "
+                "use MarkovSequences for positions='all'"
+            )
         return Examples.from_rows(self.query, self.counts, self.target, self.chain.d)
 
 
@@ -113,14 +116,14 @@ class MarkovContexts(torch.utils.data.Dataset):
 class Examples:
     """Rows of a loss −Σ_rows Σ_j w_j log P̂_j(q, n): query (B,), counts (d, B), weights (d, B)."""
 
-    query: torch.Tensor          # (B,) int64 query token
-    counts: torch.Tensor         # (d, B) float64 context histogram (counts, or π in the limit)
-    weights: torch.Tensor        # (d, B) float64 target weights, summing to 1 over the set
+    query: torch.Tensor  # (B,) int64 query token
+    counts: torch.Tensor  # (d, B) float64 context histogram (counts, or π in the limit)
+    weights: torch.Tensor  # (d, B) float64 target weights, summing to 1 over the set
 
     @classmethod
     def from_rows(cls, query: torch.Tensor, counts: torch.Tensor, target: torch.Tensor, d: int) -> "Examples":
         """Merge identical (query, counts) rows; each example gets weight 1/(number of examples)."""
-        key = torch.cat([query[:, None], counts], 1)                  # (B0, 1 + d)
+        key = torch.cat([query[:, None], counts], 1)  # (B0, 1 + d)
         uniq, inverse = torch.unique(key, dim=0, return_inverse=True)  # (B, 1 + d), (B0,)
         w = torch.zeros(len(uniq), d, dtype=torch.float64)
         w.index_put_((inverse, target), torch.ones(len(target), dtype=torch.float64), accumulate=True)
@@ -134,4 +137,6 @@ class Examples:
 def population_examples(chain: MarkovChain) -> Examples:
     """The exact population loss of §4.3 as d rows: query i, counts π, target weights π_i P_i·."""
     P, pi = chain.tensors()
-    return Examples(torch.arange(chain.d), pi[:, None].expand(-1, chain.d).contiguous(), (pi[:, None] * P).T.contiguous())
+    return Examples(
+        torch.arange(chain.d), pi[:, None].expand(-1, chain.d).contiguous(), (pi[:, None] * P).T.contiguous()
+    )

@@ -7,6 +7,7 @@ The flow's Jacobian is J = −∇²L (one ``torch.func.hessian`` call). At θ_c�
 ∂²L/∂(WQ, WK)∂(W0, W1) carry a factor WQ or WK and vanish, so J is block-diagonal: the
 embedding block (W0, W1) and the attention block (WQ, WK).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,11 +15,34 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnflow import claims
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.closed_forms import theta_c1
-from attnflow.focus_dilution.model import PopulationLoss, hessian, rank_one_params
+from attnflow.focus_dilution.model import PopulationLoss, hessian, param_shapes, rank_one_params
 
-__all__ = ["theta_c1_params", "jacobian_blocks", "Blocks"]
+__all__ = [
+    "Drive",
+    "drive",
+    "theta_c1_params",
+    "jacobian_blocks",
+    "Blocks",
+    "origin_blocks",
+    "ROUNDOFF_ULPS",
+    "SEPARATION",
+    "contraction_rate",
+    "attention_spectrum",
+    "count_neutral",
+    "gradient_norm",
+    "plateau_domain",
+    "unigram_plateau_domain",
+    "amplitude_response",
+    "attention_tilt_fd",
+    "contraction_at_theta_c1",
+    "focus_domain",
+    "focus_within_flow",
+]
+
+ROUNDOFF_ULPS = 100  # round-off of an autograd Jacobian and of its eigenvalues, in units of u‖J‖₂ (Blocks.roundoff)
 
 
 def theta_c1_params(chain: MarkovChain, m: int, u=None) -> dict[str, torch.Tensor]:
@@ -31,33 +55,223 @@ def theta_c1_params(chain: MarkovChain, m: int, u=None) -> dict[str, torch.Tenso
 class Blocks:
     """Spectra of J = −∇²L by block (ascending eigenvalues)."""
 
-    eigs: np.ndarray                # (n,) all eigenvalues of J
-    embedding_eigs: np.ndarray      # (2dm,) the (W0, W1) block
-    attention_eigs: np.ndarray      # (2m²,) the (WQ, WK) block
-    cross_max: float                # max |∂²L/∂(WQ,WK)∂(W0,W1)|
-    n_unstable: int                 # eigenvalues of J above tol
-    unstable_qk_residual: float     # max over unstable eigenvectors of ‖WQ part − sign·WK part‖ / ‖v‖
-    J: np.ndarray                   # (n, n)
-    layout: list                    # [(name, slice)]
+    eigs: np.ndarray  # (n,) all eigenvalues of J
+    embedding_eigs: np.ndarray  # (2dm,) the (W0, W1) block
+    attention_eigs: np.ndarray  # (2m²,) the (WQ, WK) block
+    cross_max: float  # max |∂²L/∂(WQ,WK)∂(W0,W1)|
+    n_unstable: int  # eigenvalues of J above tol
+    unstable_qk_residual: float  # max over unstable eigenvectors of ‖WQ part − sign·WK part‖ / ‖v‖
+    J: np.ndarray  # (n, n)
+    layout: list  # [(name, slice)]
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters, the size of J."""
+        return int(self.J.shape[0])
+
+    @property
+    def attention_rows_max(self) -> float:
+        """max |J| over the rows of WQ and WK (their whole coupling, attention block and cross terms)."""
+        att = np.r_[tuple(np.arange(sl.start, sl.stop) for n, sl in self.layout if n in ("WQ", "WK"))]
+        return float(np.abs(self.J[att]).max())
+
+    @property
+    def roundoff(self) -> float:
+        """float64 round-off of J and of its eigenvalues, ``ROUNDOFF_ULPS``·u·‖J‖₂ (u the unit round-off).
+
+        A symmetric eigensolver is backward stable (eigenvalues move by a small multiple of u‖J‖₂), and
+        each autograd entry of J carries a few tens of u relative to ‖J‖₂: it passes through the
+        log-softmax over d tokens, and a chain's π is stationary to round-off only. At θ = 0, on 80
+        chains and widths probed (d = 3–7, m = 1–16), the eigenvalues of J differ from ±σ0 and 0 by at
+        most 30 u max|J| ≤ 30 u‖J‖₂ (tests/test_page_condensation.py keeps a subset)."""
+        return float(ROUNDOFF_ULPS * np.finfo(float).eps * np.abs(self.eigs).max())
+
+    def eig_error(self, predicted: np.ndarray) -> float:
+        """max |eig(J) − predicted| for a predicted spectrum (``closed_forms.origin_spectrum``), both sorted;
+        the eigenvalues alone (``eigvalsh``), as accurate as ``eigs``."""
+        return float(np.abs(np.sort(np.linalg.eigvalsh(self.J)) - np.sort(np.asarray(predicted))).max())
 
 
-def jacobian_blocks(loss: PopulationLoss, theta: dict[str, torch.Tensor], tol: float = 1e-10,
-                    sign: float = 1.0) -> Blocks:
+def jacobian_blocks(
+    loss: PopulationLoss, theta: dict[str, torch.Tensor], tol: float = 1e-10, sign: float = 1.0
+) -> Blocks:
     """Spectrum of the flow's Jacobian at θ, by block (embedding / attention / cross).
     ``sign``: sign of g; the unstable eigenvectors are checked for WQ part = sign · WK part."""
     H, layout = hessian(loss, theta)
-    J = -H                                                            # (n, n)
+    J = -H  # (n, n)
     idx = {n: np.arange(sl.start, sl.stop) for n, sl in layout}
     emb = np.r_[idx["W0"], idx["W1"]]
     att = np.r_[idx["WQ"], idx["WK"]]
     eigs, vecs = np.linalg.eigh(J)
-    unstable = vecs[:, eigs > tol]                                    # (n, k)
+    unstable = vecs[:, eigs > tol]  # (n, k)
     # q = k mode: the WQ and WK parts of each unstable eigenvector coincide
     res = [np.linalg.norm(v[idx["WQ"]] - sign * v[idx["WK"]]) / np.linalg.norm(v) for v in unstable.T]
-    return Blocks(eigs=eigs, embedding_eigs=np.linalg.eigvalsh(J[np.ix_(emb, emb)]),
-                  attention_eigs=np.linalg.eigvalsh(J[np.ix_(att, att)]),
-                  cross_max=float(np.abs(J[np.ix_(att, emb)]).max()), n_unstable=int(unstable.shape[1]),
-                  unstable_qk_residual=float(max(res)) if res else float("nan"), J=J, layout=layout)
+    return Blocks(
+        eigs=eigs,
+        embedding_eigs=np.linalg.eigvalsh(J[np.ix_(emb, emb)]),
+        attention_eigs=np.linalg.eigvalsh(J[np.ix_(att, att)]),
+        cross_max=float(np.abs(J[np.ix_(att, emb)]).max()),
+        n_unstable=int(unstable.shape[1]),
+        unstable_qk_residual=float(max(res)) if res else float("nan"),
+        J=J,
+        layout=layout,
+    )
+
+
+def origin_blocks(loss: PopulationLoss, m: int) -> Blocks:
+    """R1: the flow's Jacobian J = −∇²L at θ = 0 (one autograd Hessian of the population loss), by block.
+    Its eigenvalues are ±σ0 (m each) and 0; the WQ, WK rows vanish (the scores are quartic in θ)."""
+    shapes = param_shapes(loss.chain.d, m)
+    zero = {n: torch.zeros(shape, dtype=torch.float64) for n, shape in shapes.items()}
+    return jacobian_blocks(loss, zero)
+
+
+# ---- the unigram saddle θ_c¹: its spectrum and where the flow settles on it (R2, claims B4, B5, B17) ----
+
+# 2|g| ≤ λ_c/SEPARATION: the flow settles on θ_c¹ before attention moves (probed: fails from 2|g|/λ_c ≈ 0.6)
+SEPARATION = 4.0
+
+
+def contraction_rate(embedding_eigs: np.ndarray, tol: float = 1e-10) -> float:
+    """λ_c: the slowest contracting rate of the (W0, W1) block (smallest |eigenvalue| among the negative
+    ones; inf when none is negative)."""
+    neg = embedding_eigs[embedding_eigs < -tol]
+    return float(np.abs(neg).min()) if len(neg) else float("inf")
+
+
+def count_neutral(eigs: np.ndarray, tol: float = 1e-10) -> int:
+    """How many eigenvalues are zero to ``tol`` (the neutral directions of a block)."""
+    return int((np.abs(eigs) < tol).sum())
+
+
+def attention_spectrum(g: float, m: int) -> np.ndarray:
+    """Claim B5: the predicted spectrum of the attention block of J at θ_c¹, ascending: −g and +g (m each)
+    and 0 (2m² − 2m times)."""
+    return np.sort(np.r_[np.full(m, -g), np.zeros(2 * m * m - 2 * m), np.full(m, g)])
+
+
+def gradient_norm(loss: PopulationLoss, theta: dict[str, torch.Tensor]) -> float:
+    """‖∇L(θ)‖ at one point θ (autograd; ≈ 0 at a critical point such as θ_c¹)."""
+    th = {n: torch.as_tensor(v, dtype=torch.float64).detach().clone().requires_grad_(True) for n, v in theta.items()}
+    grads = torch.autograd.grad(loss(th), list(th.values()))
+    return float(torch.sqrt(sum((gr**2).sum() for gr in grads)))
+
+
+def plateau_domain(g: float, lambda_c: float) -> claims.Domain:
+    """Where a flow settles on θ_c¹ before attention moves (claims on the plateau): the attention mode is
+    slow against the contraction of the embedding block onto the unigram optimum, 2|g| ≤ λ_c/SEPARATION,
+    with λ_c (:func:`contraction_rate`) read off the Jacobian at θ_c¹ — the parameters alone."""
+    return claims.domain(
+        (
+            f"2|g| ≤ λ_c/{SEPARATION:g} (the flow settles on θ_c¹ before attention moves)",
+            2 * abs(g) <= lambda_c / SEPARATION,
+            f"2|g| = {2 * abs(g):.3g}, λ_c = {lambda_c:.3g}",
+        )
+    )
+
+
+def unigram_plateau_domain(chain: MarkovChain, model, horizon: float) -> claims.Domain:
+    """Where the flow of ``model`` (a ``ModelConfig``) on ``chain`` is on θ_c¹ at t = ``horizon`` (claims
+    read at the end of the flow, B17), from the parameters: condensed (t ≥ 2.5 T₁), contracted
+    (λ_c (t − 2.5 T₁) ≥ 10, i.e. e^{−λ_c(t − 2.5T₁)} ≤ e^{−10}) and attention still frozen
+    (κ ≈ ε² e^{2|g|t} ≤ ε, i.e. 2|g|t ≤ log(1/ε))."""
+    from attnflow.focus_dilution.closed_forms import escape_time_origin, g_rate
+
+    g = g_rate(chain, model.score_scale)
+    theta = theta_c1_params(chain, model.d_model)
+    blocks = jacobian_blocks(model.population_loss(chain), theta, sign=np.sign(g) or 1.0)
+    lam = contraction_rate(blocks.embedding_eigs)
+    t_cond = 2.5 * escape_time_origin(chain, model.init_scale)
+    log_inv_eps = float(np.log(1 / model.init_scale))
+    holds = horizon >= t_cond and lam * (horizon - t_cond) >= 10.0 and 2 * abs(g) * horizon <= log_inv_eps
+    return claims.domain(
+        (
+            "random chain on θ_c¹ at the horizon t: t ≥ 2.5T₁, λ_c(t − 2.5T₁) ≥ 10 (contracted), 2|g|t ≤ log(1/ε) "
+            "(attention still frozen)",
+            bool(holds),
+            f"t = {horizon:g}, 2.5T₁ = {t_cond:.0f}, λ_c = {lam:.3g}, 2|g|t = {2 * abs(g) * horizon:.3g}, "
+            f"log(1/ε) = {log_inv_eps:.3g}",
+        )
+    )
+
+
+def attention_tilt_fd(chain: MarkovChain, m: int, score_scale: float = 1.0, h: float = 1e-6) -> np.ndarray:
+    """Claim B6: ∂_κA of the model at θ_c¹ by a central difference, (A(θ_c¹ + hκ̂) − A(θ_c¹ − hκ̂))/2h, (d, d),
+    with κ set by rank-one WQ = WK ∝ uuᵀ (``model.rank_one_params``); O(h²) from the closed form."""
+    from attnflow.focus_dilution.model import forward
+
+    c1 = theta_c1(chain)
+    A_plus = forward(rank_one_params(c1.a, c1.b, h, m), chain, score_scale).attention.numpy()
+    A_minus = forward(rank_one_params(c1.a, c1.b, -h, m), chain, score_scale).attention.numpy()
+    return (A_plus - A_minus) / (2 * h)
+
+
+def contraction_at_theta_c1(loss: PopulationLoss, m: int, g: float) -> float:
+    """λ_c of the flow's Jacobian at θ_c¹ (:func:`contraction_rate` of the embedding block of
+    :func:`jacobian_blocks`, unstable mode along sign(g)): the parameters' rate of settling on θ_c¹."""
+    blocks = jacobian_blocks(loss, theta_c1_params(loss.chain, m), sign=np.sign(g) or 1.0)
+    return contraction_rate(blocks.embedding_eigs)
+
+
+def focus_within_flow(
+    chain: MarkovChain, init_scale: float, score_scale: float, t_end: float, factor: float = 1.35
+) -> claims.Domain:
+    """Focus is forecast within a flow that ends at ``t_end``: ``factor`` × the closed-form plateau end
+    (``closed_forms.plateau_time``) ≤ t_end — the parameters alone."""
+    from attnflow.focus_dilution.closed_forms import plateau_time
+
+    t_need = factor * plateau_time(chain, init_scale, score_scale)
+    return claims.domain(
+        (
+            f"focus forecast within the flow: {factor:g} × closed-form plateau end ≤ t_end",
+            bool(t_need <= t_end),
+            f"needs t = {t_need:.3g}, t_end = {t_end:.3g}",
+        )
+    )
+
+
+def focus_domain(
+    chain: MarkovChain,
+    g: float,
+    lambda_c: float,
+    init_scale: float,
+    score_scale: float,
+    t_end: float,
+    factor: float = 1.35,
+) -> claims.Domain:
+    """Where a flow shows focus from θ_c¹ (claim B6), from the parameters: it settles on θ_c¹ before attention
+    moves (:func:`plateau_domain`) and focus is forecast within the flow (:func:`focus_within_flow`)."""
+    return plateau_domain(g, lambda_c) & focus_within_flow(chain, init_scale, score_scale, t_end, factor)
+
+
+def amplitude_response(loss: PopulationLoss, m: int, g: float) -> np.ndarray:
+    """R3: the first-order response of the amplitudes to κ along the flow near θ_c¹, da/dκ (d,), so that
+    a(κ) ≈ απ + κ·da/dκ while attention grows (autograd, float64).
+
+    On 𝓜₁ the embedding x = (a, b) obeys ẋ = −∇L₁(x, κ) ≈ −H(x − x*) + κ w, with H the Hessian of L₁ in x
+    at θ_c¹ and w = −∂_κ∇_xL₁ (``redistribution_drive`` is its a part). The contracting directions of H
+    follow quasi-statically, x − x* = κ H⁺w; along its neutral directions (the manifold of unigram optima)
+    the drive accumulates, ∫κ dt = κ/(2|g|) while κ ∝ e^{2|g|t}: da/dκ = [H⁺w + P₀w/(2|g|)]_a (P₀ the
+    projector on the kernel of H). The second term dominates (O(κ/g)); on the reference chain it forecasts
+    the amplitudes at the onset of focus within 10 % of their redistribution (tests/test_page_focus.py)."""
+    c1 = theta_c1(loss.chain)
+    d = loss.chain.d
+    u = torch.zeros(m, dtype=torch.float64)
+    u[0] = 1.0
+    uu = torch.outer(u, u)
+
+    def L1(x, kappa):
+        return loss({"W0": torch.outer(x[:d], u), "WQ": kappa * uu, "WK": uu, "W1": torch.outer(u, x[d:])})
+
+    x0 = torch.cat([torch.as_tensor(c1.a), torch.as_tensor(c1.b)]).to(torch.float64)
+    k0 = torch.tensor(0.0, dtype=torch.float64)
+    H = torch.func.hessian(L1, argnums=0)(x0, k0).numpy()
+    w = -torch.func.jacfwd(torch.func.grad(L1, argnums=0), argnums=1)(x0, k0).numpy()
+    ev, V = np.linalg.eigh(H)
+    null = np.abs(ev) < 1e-9 * np.abs(ev).max()
+    fast = (V[:, ~null] / ev[~null]) @ (V[:, ~null].T @ w)
+    slow = V[:, null] @ (V[:, null].T @ w) / (2 * abs(g))
+    return (fast + slow)[:d]
 
 
 def redistribution_drive(loss: PopulationLoss, m: int) -> np.ndarray:
@@ -78,3 +292,27 @@ def redistribution_drive(loss: PopulationLoss, m: int) -> np.ndarray:
     grad_a = torch.func.grad(L1, argnums=0)
     a0 = torch.as_tensor(c1.a, dtype=torch.float64)
     return -torch.func.jacfwd(grad_a, argnums=1)(a0, torch.tensor(0.0, dtype=torch.float64)).numpy()
+
+
+@dataclass
+class Drive:
+    """The next-order drive v (d,) of R4 at θ_c¹ against π: ``cos_v_pi`` = |cos(v, π)|, v on the hub and
+    its mean over the rare tokens, and whether v is a redistribution (hub and every rare component of
+    opposite signs); ``cos_pi_hub`` = cos(π, e_hub) (near 1 every hub-dominated vector is near π)."""
+
+    v: np.ndarray
+    cos_v_pi: float
+    v_hub: float
+    v_low: float
+    opposite: bool
+    cos_pi_hub: float
+
+
+def drive(loss: PopulationLoss, m: int) -> Drive:
+    """:class:`Drive` of the chain of ``loss`` (with a hub) for embedding width ``m``."""
+    v = redistribution_drive(loss, m)
+    pi, hub = loss.chain.pi, loss.chain.hub
+    low = [k for k in range(len(pi)) if k != hub]
+    opposite = bool(np.sign(v[hub]) != 0 and all(np.sign(v[j]) == -np.sign(v[hub]) for j in low))
+    cos = float(abs(v @ pi) / (np.linalg.norm(v) * np.linalg.norm(pi)))
+    return Drive(v, cos, float(v[hub]), float(np.mean(v[low])), opposite, float(pi[hub] / np.linalg.norm(pi)))

@@ -27,14 +27,37 @@ Labels are combined with priority condensation > dilution > focus > escape > pla
 lasts until attention moves again (the next cycle's focus), and it starts a new cycle.
 ``tests/test_stages.py`` recovers known boundaries of synthetic step curves.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Stage", "Stages", "detect", "loss_transitions", "swings", "shade", "legend_handles", "STAGE_NAMES",
-           "MISSING", "CYCLE_ORDER", "has_subsequence", "letters"]
+__all__ = [
+    "detect_runs",
+    "MIN_SWING",
+    "SecondCycle",
+    "second_cycle",
+    "escape_start",
+    "Stage",
+    "Stages",
+    "detect",
+    "loss_transitions",
+    "swings",
+    "shade",
+    "legend_handles",
+    "STAGE_NAMES",
+    "MISSING",
+    "CYCLE_ORDER",
+    "has_subsequence",
+    "letters",
+    "CycleMeasures",
+    "cycle_measures",
+    "seed_means",
+    "stage_rows",
+    "measure_rows",
+]
 
 STAGE_NAMES = ("condensation", "plateau", "focus", "dilution", "escape")
 CYCLE_ORDER = ("condensation", "plateau", "focus", "dilution", "escape", "focus", "dilution")
@@ -44,11 +67,11 @@ _PRIORITY = {"plateau": 0, "escape": 1, "focus": 2, "dilution": 3}
 
 @dataclass
 class Stage:
-    name: str            # one of STAGE_NAMES
+    name: str  # one of STAGE_NAMES
     start: float
     end: float
-    cycle: int           # 1 for the first focus–dilution cycle, +1 after each escape
-    level: float         # median loss over the stage (the plateau level for plateaus)
+    cycle: int  # 1 for the first focus–dilution cycle, +1 after each escape
+    level: float  # median loss over the stage (the plateau level for plateaus)
 
 
 MISSING = Stage("missing", float("nan"), float("nan"), 0, float("nan"))
@@ -72,8 +95,8 @@ class Stages:
     """Detected stages plus the raw detections they were built from."""
 
     stages: list[Stage]
-    transitions: list[tuple[float, float]]                       # loss transitions (start, end)
-    focus_swings: list[tuple[float, float, int]] = field(default_factory=list)   # (start, end, ±1)
+    transitions: list[tuple[float, float]]  # loss transitions (start, end)
+    focus_swings: list[tuple[float, float, int]] = field(default_factory=list)  # (start, end, ±1)
     rank_swings: list[tuple[float, float, int]] = field(default_factory=list)
 
     def names(self) -> list[str]:
@@ -131,13 +154,21 @@ def _crossing(t, y, level, i0, i1) -> float:
     return float(t[i1])
 
 
-def loss_transitions(t, loss, *, peak_frac: float = 0.02, edge_frac: float = 0.05, min_drop: float = 0.02,
-                     n_grid: int = 1024, smooth: int = 5) -> list[tuple[float, float]]:
+def loss_transitions(
+    t,
+    loss,
+    *,
+    peak_frac: float = 0.02,
+    edge_frac: float = 0.05,
+    min_drop: float = 0.02,
+    n_grid: int = 1024,
+    smooth: int = 5,
+) -> list[tuple[float, float]]:
     """Intervals (start, end) where the loss falls (rule 1 of the module docstring)."""
     t, loss = _check(t, loss, "loss")
-    u = _log_grid(t, n_grid)                                                    # uniform grid in log t
+    u = _log_grid(t, n_grid)  # uniform grid in log t
     L = np.interp(np.exp(u), t, loss)
-    v = -np.gradient(L, u)                                                      # −dL/d log t
+    v = -np.gradient(L, u)  # −dL/d log t
     if smooth > 1:
         v = np.convolve(v, np.ones(smooth) / smooth, mode="same")
     total = loss.max() - loss.min()
@@ -146,16 +177,16 @@ def loss_transitions(t, loss, *, peak_frac: float = 0.02, edge_frac: float = 0.0
     padded = np.concatenate([[-np.inf], v, [-np.inf]])
     peaks = np.flatnonzero((v >= padded[:-2]) & (v >= padded[2:]) & (v >= peak_frac * v.max()))
     free, found = np.ones(n_grid, bool), []
-    for k in peaks[np.argsort(-v[peaks])]:                                     # highest peak first
+    for k in peaks[np.argsort(-v[peaks])]:  # highest peak first
         if not free[k]:
-            continue                                                            # inside a larger transition
+            continue  # inside a larger transition
         lo = hi = k
         while lo > 0 and free[lo - 1] and v[lo - 1] >= edge_frac * v[k]:
             lo -= 1
         while hi < n_grid - 1 and free[hi + 1] and v[hi + 1] >= edge_frac * v[k]:
             hi += 1
-        free[lo:hi + 1] = False
-        if L[lo] - L[hi] >= min_drop * total:                                   # else a wiggle: no transition
+        free[lo : hi + 1] = False
+        if L[lo] - L[hi] >= min_drop * total:  # else a wiggle: no transition
             found.append([lo, hi])
     found.sort()
     merged: list[list[int]] = []
@@ -194,8 +225,8 @@ def _swing_moves(t, y, min_swing, edge_frac, n_grid) -> list[list[list]]:
     """Per swing, its moving intervals [start, end, sign] (see :func:`swings`)."""
     if not min_swing > 0:
         raise ValueError(f"min_swing = {min_swing!r}; allowed: a number > 0")
-    lo_i = hi_i = cand = direction = 0                                         # running extrema before the first swing
-    ext: list[int] = []                                                         # confirmed extrema
+    lo_i = hi_i = cand = direction = 0  # running extrema before the first swing
+    ext: list[int] = []  # confirmed extrema
     for i in range(1, len(y)):
         if direction == 0:
             lo_i, hi_i = (i if y[i] < y[lo_i] else lo_i), (i if y[i] > y[hi_i] else hi_i)
@@ -204,15 +235,15 @@ def _swing_moves(t, y, min_swing, edge_frac, n_grid) -> list[list[list]]:
             elif y[hi_i] - y[i] >= min_swing:
                 ext, cand, direction = [hi_i], i, -1
         elif direction * (y[i] - y[cand]) > 0:
-            cand = i                                                            # the swing goes on
+            cand = i  # the swing goes on
         elif direction * (y[cand] - y[i]) >= min_swing:
-            ext.append(cand)                                                    # reversal confirmed
+            ext.append(cand)  # reversal confirmed
             cand, direction = i, -direction
     if direction != 0:
         ext.append(cand)
     u = _log_grid(t, n_grid)
     tu, Y = np.exp(u), np.interp(np.exp(u), t, y)
-    w = np.gradient(Y, u)                                                       # dy/d log t
+    w = np.gradient(Y, u)  # dy/d log t
     per_swing = []
     for a, b in zip(ext[:-1], ext[1:]):
         sign = 1 if y[b] > y[a] else -1
@@ -242,9 +273,23 @@ def median_filter(y: np.ndarray, width: int) -> np.ndarray:
     return np.median(np.lib.stride_tricks.sliding_window_view(padded, width), axis=1)
 
 
-def detect(t, loss, focus=None, rank=None, *, min_swing: float = 0.01, min_rank_factor: float = 10.0,
-           edge_frac: float = 0.05, swing_edge: float = 0.1, peak_frac: float = 0.02, min_drop: float = 0.02,
-           smooth: int = 5) -> Stages:
+MIN_SWING = 0.01  # smallest rise/fall of a focus signal that counts as focus/dilution (attention units; see detect)
+
+
+def detect(
+    t,
+    loss,
+    focus=None,
+    rank=None,
+    *,
+    min_swing: float = MIN_SWING,
+    min_rank_factor: float = 10.0,
+    edge_frac: float = 0.05,
+    swing_edge: float = 0.1,
+    peak_frac: float = 0.02,
+    min_drop: float = 0.02,
+    smooth: int = 5,
+) -> Stages:
     """Stages of one trajectory from its loss (T,), focus signal(s) and rank signal (T,) (module docstring).
 
     focus: one signal (T,) or several (a list, or a dict name -> (T,)): a rise of any is focus, a
@@ -261,17 +306,25 @@ def detect(t, loss, focus=None, rank=None, *, min_swing: float = 0.01, min_rank_
     if not min_rank_factor > 1:
         raise ValueError(f"min_rank_factor = {min_rank_factor!r}; allowed: a number > 1")
     trans = loss_transitions(t, loss, peak_frac=peak_frac, edge_frac=edge_frac, min_drop=min_drop)
-    signals = [] if focus is None else list(focus.values()) if isinstance(focus, dict) else (
-        list(focus) if isinstance(focus, (list, tuple)) else [focus])
-    f_sw = sorted(s for y in signals
-                  for s in swings(t, median_filter(_check(t, y, "focus")[1], smooth), min_swing, edge_frac=swing_edge))
+    signals = (
+        []
+        if focus is None
+        else list(focus.values())
+        if isinstance(focus, dict)
+        else (list(focus) if isinstance(focus, (list, tuple)) else [focus])
+    )
+    f_sw = sorted(
+        s
+        for y in signals
+        for s in swings(t, median_filter(_check(t, y, "focus")[1], smooth), min_swing, edge_frac=swing_edge)
+    )
     r_sw = []
     if rank is not None:
         r = _check(t, rank, "rank")[1]
         if np.any(r <= 0):
             raise ValueError("rank: the rank signal must be > 0 (it is compared on a log scale, e.g. σ₂(W0))")
         per_rise = _swing_moves(t, np.log(r), np.log(min_rank_factor), swing_edge, 2048)
-        r_sw = [(m[0][0], m[-1][1], 1) for m in per_rise if m[0][2] > 0]      # one escape per rise
+        r_sw = [(m[0][0], m[-1][1], 1) for m in per_rise if m[0][2] > 0]  # one escape per rise
     t0, t1 = float(t[0]), float(t[-1])
     cond_end = trans[0][1] if trans else t0
     marks: list[tuple[float, float, str]] = []
@@ -279,7 +332,7 @@ def detect(t, loss, focus=None, rank=None, *, min_swing: float = 0.01, min_rank_
         marks.append((a, b, "focus" if sign > 0 else "dilution"))
     escapes = []
     for a, b, _ in r_sw:
-        after = [e for s, e in trans[1:] if e >= a and s <= max(b, a)]     # the loss transition it triggers
+        after = [e for s, e in trans[1:] if e >= a and s <= max(b, a)]  # the loss transition it triggers
         escapes.append((a, after[0] if after else b))
         marks.append((a, escapes[-1][1], "escape"))
     cuts = sorted({t0, cond_end, t1, *[x for a, b, _ in marks for x in (a, b) if cond_end < x < t1]})
@@ -319,8 +372,10 @@ def shade(ax, detected: Stages, *, labels: bool = True, min_label_width: float =
     where the span is wide enough to read."""
     from attnflow.plotting import shade_stages
 
-    spans = [(s.name, s.start, s.end, s.name[0].upper() + (str(s.cycle) if s.name in ("focus", "dilution") else ""))
-             for s in detected.stages]
+    spans = [
+        (s.name, s.start, s.end, s.name[0].upper() + (str(s.cycle) if s.name in ("focus", "dilution") else ""))
+        for s in detected.stages
+    ]
     shade_stages(ax, spans, clip=True, labels=labels, min_label_width=min_label_width, alpha=alpha)
 
 
@@ -332,14 +387,242 @@ def signals(run) -> dict[str, np.ndarray]:
     from attnflow.focus_dilution.training import low_hub_attention
 
     quantities, chain = run.quantities, run.chain
-    rank = np.maximum(quantities["sigma2"], 1e-12)   # width m = 1 has no σ₂: a constant floor, never an escape
+    rank = np.maximum(quantities["sigma2"], 1e-12)  # width m = 1 has no σ₂: a constant floor, never an escape
     if getattr(run, "train_loss", None) is not None:
         return dict(loss=run.train_loss, hub=run.data_hub_attention, low_hub=run.data_low_hub_attention, rank=rank)
-    return dict(loss=quantities["loss"], hub=quantities["hub_attention"],
-                low_hub=low_hub_attention(quantities["A"], chain.pi, chain.hub), rank=rank)
+    return dict(
+        loss=quantities["loss"],
+        hub=quantities["hub_attention"],
+        low_hub=low_hub_attention(quantities["A"], chain.pi, chain.hub),
+        rank=rank,
+    )
 
 
 def detect_run(run, **kw) -> Stages:
     """:func:`detect` on a flow or a trained run, with the signals of :func:`signals`."""
     inputs = signals(run)
     return detect(run.t, inputs["loss"], focus=[inputs["hub"], inputs["low_hub"]], rank=inputs["rank"], **kw)
+
+
+@dataclass
+class SecondCycle:
+    """The second focus–dilution cycle of a flow that escapes θ_c² (a run with asymmetry δ > 0).
+
+    ``t_esc``: first stored time after ``after`` with σ₂(W0) > ``escaped_at`` (nan: no escape); the hub
+    attention Σ_i π_i A_{i,hub} at the escape, at its largest after it (``hub_peak`` at ``t_hub_peak``)
+    and its least after the peak; the attention entropy's least after the escape and its final value.
+    ``pre_escape``: the stage the detector puts right before its first escape stage ending after
+    ``after`` (``t_esc_start`` its start); ``from_plateau``: that stage is a plateau after a focus."""
+
+    escaped: bool
+    t_esc: float
+    hub_at_esc: float
+    hub_peak: float
+    t_hub_peak: float
+    hub_min_after: float
+    ent_min: float
+    ent_final: float
+    L_at_esc: float
+    L_end: float
+    t_esc_start: float
+    pre_escape: str
+    from_plateau: bool
+    hub_at: dict = field(default_factory=dict)
+
+    @property
+    def rise(self) -> float:
+        """Hub-attention rise from the escape to its peak (focus 2)."""
+        return self.hub_peak - self.hub_at_esc
+
+    @property
+    def fall(self) -> float:
+        """Hub-attention fall from its peak to its least after it (dilution 2)."""
+        return self.hub_peak - self.hub_min_after
+
+    @property
+    def ent_rise(self) -> float:
+        """Attention-entropy rise from its least after the escape to the horizon."""
+        return self.ent_final - self.ent_min
+
+
+def escape_start(st: Stages, after: float) -> tuple[str, float, bool]:
+    """Where a second cycle starts, from detected stages ``st``: (the stage right before the first escape
+    stage ending after ``after``, that escape stage's start, whether the stage before is a plateau that
+    follows a focus — the flow rested on θ_c²(δ) before σ₂(W0) grew); ("no escape detected", nan, False)."""
+    for i, s in enumerate(st.stages):
+        if s.name == "escape" and s.end > after:
+            pre = st.stages[i - 1].name if i else "none"
+            return pre, float(s.start), bool(pre == "plateau" and any(p.name == "focus" for p in st.stages[:i]))
+    return "no escape detected", float("nan"), False
+
+
+def second_cycle(run, after: float, escaped_at: float = 0.1, at: tuple = (), st: Stages | None = None) -> SecondCycle:
+    """:class:`SecondCycle` of a flow ``run`` (quantities sigma2, hub_attention, attn_entropy, loss) past
+    ``after`` (the onset of the first focus); ``at``: times at which to also read the hub attention
+    (``hub_at[t]``, at the stored time closest to min(t, t_esc)); ``st``: its stages (default
+    :func:`detect_run`), for :func:`escape_start`."""
+    q, t = run.quantities, run.t
+    hub, ent = q["hub_attention"], q["attn_entropy"]
+    out_mask = (t > after) & (q["sigma2"] > escaped_at)
+    nan = float("nan")
+    pre, t_start, from_plateau = escape_start(detect_run(run) if st is None else st, after)
+    if not out_mask.any():
+        blank = dict.fromkeys(["t_esc", "hub_at_esc", "hub_peak", "t_hub_peak", "hub_min_after", "ent_min"], nan)
+        return SecondCycle(
+            False,
+            **blank,
+            ent_final=nan,
+            L_at_esc=nan,
+            L_end=float(q["loss"][-1]),
+            t_esc_start=t_start,
+            pre_escape=pre,
+            from_plateau=from_plateau,
+            hub_at=dict.fromkeys(at, nan),
+        )
+    t_esc = float(t[np.flatnonzero(out_mask)[0]])
+    i_esc = run.at(t_esc)
+    sel = t >= t_esc
+    k_peak = int(np.argmax(np.where(sel, hub, -1)))
+    return SecondCycle(
+        escaped=True,
+        t_esc=t_esc,
+        hub_at_esc=float(hub[i_esc]),
+        hub_peak=float(hub[k_peak]),
+        t_hub_peak=float(t[k_peak]),
+        hub_min_after=float(hub[k_peak:].min()),
+        ent_min=float(ent[sel].min()),
+        ent_final=float(ent[-1]),
+        L_at_esc=float(q["loss"][i_esc]),
+        L_end=float(q["loss"][-1]),
+        t_esc_start=t_start,
+        pre_escape=pre,
+        from_plateau=from_plateau,
+        hub_at={x: float(hub[run.at(min(x, t_esc))]) for x in at},
+    )
+
+
+# ----------------------------------------------------------------------------- the cycle read off one run
+@dataclass
+class CycleMeasures:
+    """The stage measurements of one run (the cycle page's claims B1, B6, B7, B9, B14; :func:`cycle_measures`);
+    NaN (``gainer`` −1) where the stage they are read at is missing."""
+
+    has_cycle: bool  # the detected sequence contains CYCLE_ORDER
+    letters: str  # the detected sequence as initials
+    sign_frac: float  # B6: share of ΔA_ik over focus 1 with the sign of ∂κA_ik (entries above 1 % of the largest)
+    hub_before: float  # hub attention at the start / end of focus 1
+    hub_after: float
+    gainer: int  # B6: token gaining most attention θ_c¹ → end of dilution 1 (−1: missing)
+    da_hub: float  # B7: amplitude change of the hub, θ_c¹ → end of dilution 1
+    da_low_max: float  # ... largest amplitude change of a low token
+    peak: float  # B7: peak of the low-query hub attention over focus 1 + dilution 1
+    after: float  # ... its value at the end of dilution 1
+    s2_growth: float  # B9: σ₂(W0) at the run's end / at the end of dilution 1
+    n_cycle2: int  # B9: focus/dilution stages of cycle 2
+    L_c2: float  # B14: population loss at the end of the θ_c² plateau (the plateau after focus 1)
+
+    @property
+    def fall(self) -> float:
+        """Fall of the low-query hub attention from its peak to the end of dilution 1."""
+        return self.peak - self.after
+
+
+def _read(run, y: np.ndarray, time: float) -> float:
+    return float(y[run.at(time)]) if np.isfinite(time) else float("nan")
+
+
+def cycle_measures(run, detected: Stages, chain, score_scale: float = 1.0) -> CycleMeasures:
+    """Measure one run (the flow or a trained run: quantities A, amp, sigma2, loss) at the stages ``detected`` in
+    it: R3's signs over focus 1 (``closed_forms.dkappa_A``), the token gaining most attention and the amplitude
+    changes from θ_c¹ (end of plateau 1) to the end of dilution 1, the low-query hub attention's peak and value
+    there, the growth of σ₂(W0) after dilution 1, the cycle-2 stages and the loss at the end of the θ_c² plateau."""
+    from attnflow.focus_dilution import closed_forms
+
+    nan = float("nan")
+    focus1, dil1, plat1 = detected.get("focus", 1), detected.get("dilution", 1), detected.get("plateau", 1)
+    plat2 = detected.get("plateau", 1, after=focus1.start) if np.isfinite(focus1.start) else MISSING
+    sig, q, hub = signals(run), run.quantities, chain.hub
+    low = np.arange(chain.d) != hub
+    sign_frac = hub_before = hub_after = nan
+    if np.isfinite(focus1.start):
+        dA = q["A"][run.at(focus1.end)] - q["A"][run.at(focus1.start)]  # (d, d)
+        pred = closed_forms.dkappa_A(chain, score_scale)
+        big = np.abs(pred) > 0.01 * np.abs(pred).max()
+        sign_frac = float(np.mean(np.sign(dA[big]) == np.sign(pred[big])))
+        hub_before, hub_after = _read(run, sig["hub"], focus1.start), _read(run, sig["hub"], focus1.end)
+    gainer, da_hub, da_low, peak, after, growth = -1, nan, nan, nan, nan, nan
+    if np.isfinite(plat1.end) and np.isfinite(dil1.end):
+        i1, i2 = run.at(plat1.end), run.at(dil1.end)  # θ_c¹ → end of dilution 1
+        gainer = int(np.argmax(chain.pi @ (q["A"][i2] - q["A"][i1])))  # (d,) attention gained per key
+        da = q["amp"][i2] - q["amp"][i1]
+        da_hub, da_low = float(da[hub]), float(da[low].max())
+        growth = float(q["sigma2"][-1] / q["sigma2"][i2])
+    if np.isfinite(focus1.start) and np.isfinite(dil1.end):
+        sel = (run.t >= focus1.start) & (run.t <= dil1.end)
+        peak, after = float(sig["low_hub"][sel].max()), _read(run, sig["low_hub"], dil1.end)
+    L_c2 = _read(run, q["loss"], plat2.end) if np.isfinite(plat2.end) else nan
+    n2 = len([s for s in detected.stages if s.cycle == 2 and s.name in ("focus", "dilution")])
+    return CycleMeasures(
+        detected.has_cycle(),
+        detected.letters(),
+        sign_frac,
+        hub_before,
+        hub_after,
+        gainer,
+        da_hub,
+        da_low,
+        peak,
+        after,
+        growth,
+        n2,
+        L_c2,
+    )
+
+
+def seed_means(measures: list[CycleMeasures]) -> dict[str, float]:
+    """The mean over runs of every float field of :class:`CycleMeasures` (over the runs where it is finite; NaN
+    when none), ``has_cycle`` as the share of runs, ``n_cycle2`` its plain mean and ``gainer`` the token most runs
+    name (−1: none)."""
+    from attnflow.stats import finite_mean
+
+    out = {
+        name: finite_mean([getattr(m, name) for m in measures])
+        for name in ("sign_frac", "hub_before", "hub_after", "da_hub", "da_low_max", "peak", "after", "s2_growth")
+    }
+    out["L_c2"] = finite_mean([m.L_c2 for m in measures])
+    out["has_cycle"] = float(np.mean([m.has_cycle for m in measures]))
+    out["n_cycle2"] = float(np.mean([m.n_cycle2 for m in measures]))
+    named = [m.gainer for m in measures if m.gainer >= 0]
+    out["gainer"] = int(max(set(named), key=named.count)) if named else -1
+    return out
+
+
+def stage_rows(runs: dict[str, Stages]) -> list[dict]:
+    """One table row per detected stage of each named run (``{"flow": stages, ...}``), the run's name first."""
+    return [dict(run=name, **row) for name, detected in runs.items() for row in detected.table()]
+
+
+def measure_rows(labels: list[str], measures: list[CycleMeasures]) -> list[dict]:
+    """One table row per run: its stages, whether they contain the full cycle, and the measurements of the claims."""
+    return [
+        dict(
+            run=label,
+            stages=m.letters,
+            full_cycle=m.has_cycle,
+            sign_frac=m.sign_frac,
+            gainer=m.gainer,
+            da_hub=m.da_hub,
+            da_low_max=m.da_low_max,
+            fall=m.fall,
+            s2_growth=m.s2_growth,
+            L_c2=m.L_c2,
+        )
+        for label, m in zip(labels, measures)
+    ]
+
+
+def detect_runs(runs):
+    """:func:`detect_run` on every run of a dict (key → run; same keys) or a list (same order)."""
+    if isinstance(runs, dict):
+        return {k: detect_run(r) for k, r in runs.items()}
+    return [detect_run(r) for r in runs]

@@ -34,6 +34,7 @@ imports no paper package. One module per concept; :func:`run_page` below compose
 - :mod:`~attnflow.runner.output`: output folders, the test-write, the rename-into-place;
 - :mod:`~attnflow.runner.results`: :class:`RunResult`, the verdict counts of a claims record.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,13 +51,27 @@ from attnflow.runner.pages import book_root, list_pages, load_profile, parse_ass
 from attnflow.runner.results import RunResult, count
 from attnflow.runner.signals import signals_raise
 
-__all__ = ["run_page", "RunError", "PageFailed", "Interrupted", "RunResult", "book_root", "list_pages",
-           "resolve_page", "load_profile", "parameter_names", "check_parameter_names", "prevalidate",
-           "parse_assignments", "signals_raise", "HEARTBEAT_S"]
+__all__ = [
+    "run_page",
+    "RunError",
+    "PageFailed",
+    "Interrupted",
+    "RunResult",
+    "book_root",
+    "list_pages",
+    "resolve_page",
+    "load_profile",
+    "parameter_names",
+    "check_parameter_names",
+    "prevalidate",
+    "parse_assignments",
+    "signals_raise",
+    "HEARTBEAT_S",
+]
 
-HEARTBEAT_S = 5.0   # seconds between two progress lines of the runner (read at each run)
+HEARTBEAT_S = 5.0  # seconds between two progress lines of the runner (read at each run)
 
-_output_folder = output_folder   # the name tests/test_runner.py uses
+_output_folder = output_folder  # the name tests/test_runner.py uses
 
 
 def run_page(
@@ -78,8 +93,17 @@ def run_page(
     HEARTBEAT_S seconds through ``echo`` (default: stderr). ``force`` lifts the schemas' cost
     limits (ATTNFLOW_FORCE=1)."""
     with signals_raise():
-        return _run_page(page, profile=profile, parameters=parameters, output=output, timeout=timeout,
-                         root=root, quiet=quiet, force=force, echo=echo)
+        return _run_page(
+            page,
+            profile=profile,
+            parameters=parameters,
+            output=output,
+            timeout=timeout,
+            root=root,
+            quiet=quiet,
+            force=force,
+            echo=echo,
+        )
 
 
 def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force, echo) -> RunResult:
@@ -115,16 +139,31 @@ def _run_page(page, *, profile, parameters, output, timeout, root, quiet, force,
     try:
         nb = kernel.prepare(nb, params)
         watch = Watch(nb, None if quiet else echo, None if quiet else status, HEARTBEAT_S)
-        run_env = dict(ATTNFLOW_CLAIMS_DIR=str(claims_tmp), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-                       ATTNFLOW_PROGRESS_FILE=None if quiet else str(status), ATTNFLOW_FORCE=forced)
+        run_env = dict(
+            ATTNFLOW_CLAIMS_DIR=str(claims_tmp),
+            JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+            ATTNFLOW_PROGRESS_FILE=None if quiet else str(status),
+            ATTNFLOW_FORCE=forced,
+        )
         with env(**run_env), watch:
             error = kernel.execute(nb, nb_tmp, path.parent, timeout, watch, key, out_dir)
         seconds = time.perf_counter() - start
         passed, failed, disagree, outside, failed_names = count(record)
         got_claims, got_nb = move_into_place(record, nb_tmp, final_claims, final_nb, key, out_dir)
         kept = got_nb or got_claims
-        res = RunResult(key, final_nb if got_nb else None, final_claims if got_claims else None,
-                        seconds, passed, failed, params, disagree, outside, failed_names, error)
+        res = RunResult(
+            key,
+            final_nb if got_nb else None,
+            final_claims if got_claims else None,
+            seconds,
+            passed,
+            failed,
+            params,
+            disagree,
+            outside,
+            failed_names,
+            error,
+        )
         return raise_if_failed(res, error)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

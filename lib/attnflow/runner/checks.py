@@ -4,6 +4,7 @@ Only names assigned in the page's parameters cell can be set; then the parameter
 overrides and the validation cell run in a scratch namespace (the page's own
 ``params.validate``: types, ranges, rules, cost). The claims ledger is restored afterwards and
 ``ATTNFLOW_CLAIMS_DIR`` is unset meanwhile, so pre-validation writes nothing."""
+
 from __future__ import annotations
 
 import ast
@@ -27,13 +28,14 @@ def parameter_names(nb) -> list[str]:
     if len(cells) < 2 or "parameters" not in cells[0].metadata.get("tags", []):
         raise RunError("the page's first code cell must be tagged 'parameters' and the second must validate it")
     names = literal_names(cells[0].source)
-    if names is None:   # not only literals (a page bug, but name the assigned names anyway)
+    if names is None:  # not only literals (a page bug, but name the assigned names anyway)
         try:
             tree = ast.parse(cells[0].source)
         except SyntaxError as err:
             raise RunError(f"the page's parameters cell does not parse: {err}") from None
-        names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
-                 if isinstance(t, ast.Name)]
+        names = [
+            t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
+        ]
     return names
 
 
@@ -45,10 +47,14 @@ def check_parameter_names(nb, parameters: Mapping[str, Any], key: str) -> None:
     if private or unknown:
         why = []
         if unknown:
-            why.append(f"unknown parameter(s) {', '.join(map(repr, unknown))} for page {key!r} "
-                       "(not set in its parameters cell)")
+            why.append(
+                f"unknown parameter(s) {', '.join(map(repr, unknown))} for page {key!r} "
+                "(not set in its parameters cell)"
+            )
         if private:
-            why.append(f"unknown parameter(s) {', '.join(map(repr, private))}: names starting with '_' are not parameters")
+            why.append(
+                f"unknown parameter(s) {', '.join(map(repr, private))}: names starting with '_' are not parameters"
+            )
         raise RunError("; ".join(why) + "; the parameters are: " + ", ".join(known))
 
 

@@ -1,4 +1,5 @@
 """What a run can end with besides a result: bad input, a failed page, a signal."""
+
 from __future__ import annotations
 
 import signal

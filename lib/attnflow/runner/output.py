@@ -1,5 +1,6 @@
 """Output folders: where a run writes, the test-write before the kernel starts, and the
 rename-into-place of the notebook and the claims record (both or neither) at the end."""
+
 from __future__ import annotations
 
 import contextlib
@@ -44,8 +45,10 @@ def prepare_output(out_dir: Path, names: Sequence[str]) -> tuple[Path, list[Path
         probe.unlink()
     except OSError as err:
         remove_created(created)
-        raise RunError(f"cannot write to the output folder {out_dir} ({err.strerror or err}); "
-                       "pass --output DIR with a writable folder") from None
+        raise RunError(
+            f"cannot write to the output folder {out_dir} ({err.strerror or err}); "
+            "pass --output DIR with a writable folder"
+        ) from None
     for n in names:
         if (out_dir / n).is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -55,13 +58,14 @@ def prepare_output(out_dir: Path, names: Sequence[str]) -> tuple[Path, list[Path
 
 
 def remove_created(created: list[Path]) -> None:
-    for d in created:            # deepest first; only empty folders
+    for d in created:  # deepest first; only empty folders
         with contextlib.suppress(OSError):
             d.rmdir()
 
 
-def move_into_place(record: Path, nb_tmp: Path, final_claims: Path, final_nb: Path, key: str,
-                    out_dir: Path) -> tuple[bool, bool]:
+def move_into_place(
+    record: Path, nb_tmp: Path, final_claims: Path, final_nb: Path, key: str, out_dir: Path
+) -> tuple[bool, bool]:
     """Rename the claims record and the notebook into place, one right after the other, or
     neither (PageFailed); an earlier run's file that this run did not produce is removed, so it
     cannot pose as this run's. Returns (claims kept, notebook kept)."""
@@ -80,6 +84,7 @@ def move_into_place(record: Path, nb_tmp: Path, final_claims: Path, final_nb: Pa
         for m in moved:
             with contextlib.suppress(OSError):
                 m.unlink()
-        raise PageFailed(f"{key}: cannot save the results into {out_dir} ({err.strerror or err}); "
-                         "nothing was kept") from None
+        raise PageFailed(
+            f"{key}: cannot save the results into {out_dir} ({err.strerror or err}); nothing was kept"
+        ) from None
     return got_claims, got_nb

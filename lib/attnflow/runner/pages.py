@@ -1,5 +1,6 @@
 """Which page, with which values: the book root, the pages of ``_toc.yml``, a page key or path,
 the profiles of ``book/profiles.yml`` and the ``-p key=value`` assignments."""
+
 from __future__ import annotations
 
 import ast
@@ -53,7 +54,7 @@ def list_pages(root: Path | None = None) -> list[str]:
     for f in files:
         p = root / (f + ".py")
         if p.exists() and f.startswith("book/"):
-            pages.append(f[len("book/"):])
+            pages.append(f[len("book/") :])
     return pages
 
 
@@ -70,7 +71,7 @@ def resolve_page(page: str, root: Path | None = None) -> tuple[str, Path]:
             rel = None
         key = str(rel.with_suffix("")) if rel is not None else None
     else:
-        key = s[len("book/"):] if s.startswith("book/") else s
+        key = s[len("book/") :] if s.startswith("book/") else s
         cand = root / "book" / (key + ".py")
     pages = list_pages(root)
     if key not in pages or not cand.exists():

@@ -1,4 +1,5 @@
 """Summaries: what a run produced (:class:`RunResult`) and the verdict counts of its claims record."""
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,16 @@ class RunResult:
     passed: int
     failed: int
     parameters: dict[str, Any]
-    disagree: int = 0          # checks of the paper's statements that are not reproduced (errata)
-    outside: int = 0           # claims outside their domain for these parameters (not a pass)
-    failed_claims: list[str] = field(default_factory=list)   # "B4 what" of each failed claim
-    error: str | None = None   # why the page failed (None when it ran to the end)
+    disagree: int = 0  # checks of the paper's statements that are not reproduced (errata)
+    outside: int = 0  # claims outside their domain for these parameters (not a pass)
+    failed_claims: list[str] = field(default_factory=list)  # "B4 what" of each failed claim
+    error: str | None = None  # why the page failed (None when it ran to the end)
 
     def counts(self) -> str:
-        return (f"claims {self.passed} passed, {self.disagree} not reproduced (errata), "
-                f"{self.outside} outside domain, {self.failed} failed")
+        return (
+            f"claims {self.passed} passed, {self.disagree} not reproduced (errata), "
+            f"{self.outside} outside domain, {self.failed} failed"
+        )
 
     def summary(self) -> str:
         where = f" -> {self.notebook}" if self.notebook else ""

@@ -1,5 +1,6 @@
 """Fault handling: SIGINT, SIGTERM and SIGHUP become :class:`~attnflow.runner.errors.Interrupted`,
 so the ``finally`` blocks of a run (kernel shutdown, temporary folder removal) run."""
+
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +21,7 @@ def signals_raise():
         return
 
     def handler(signum, frame):
-        for s in SIGNALS:            # one clean-up, whatever arrives next
+        for s in SIGNALS:  # one clean-up, whatever arrives next
             signal.signal(s, signal.SIG_IGN)
         raise Interrupted(signum)
 

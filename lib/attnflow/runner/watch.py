@@ -1,4 +1,5 @@
 """What the kernel is doing: the running cell, for the heartbeat lines and for error messages."""
+
 from __future__ import annotations
 
 import contextlib
@@ -40,7 +41,7 @@ class Watch:
         self.cell, self.cell_started = cell, time.monotonic()
         if cell.cell_type == "code":
             self.ordinal += 1
-            if self.status_path is not None:       # a new cell: the last cell's bar is history
+            if self.status_path is not None:  # a new cell: the last cell's bar is history
                 with contextlib.suppress(OSError):
                     self.status_path.unlink()
 
@@ -53,7 +54,9 @@ class Watch:
         now = time.monotonic()
         if self.cell is None:
             return f"attnflow run: starting the kernel, total {now - self.started:.0f} s"
-        line = f"attnflow run: {self.describe()} running {now - self.cell_started:.0f} s, total {now - self.started:.0f} s"
+        line = (
+            f"attnflow run: {self.describe()} running {now - self.cell_started:.0f} s, total {now - self.started:.0f} s"
+        )
         if self.status_path is not None:
             status = read_status(self.status_path)
             if status:
@@ -73,7 +76,7 @@ class Watch:
                 line = self.beat()
                 what = (self.ordinal, line.split(" | ", 1)[1] if " | " in line else "")
                 now = time.monotonic()
-                if what != last or now - last_at >= 6 * self.interval:   # news, or every 6 beats
+                if what != last or now - last_at >= 6 * self.interval:  # news, or every 6 beats
                     self.echo(line)
                     last, last_at = what, now
 

@@ -17,19 +17,39 @@ here, so bad input exits with code 2 before anything runs:
 - seeds, optimizers are distinct; minibatches fit in the training set; checkpoint levels lie above
   the matched loss; the real-data sweeps hold the baseline r = 1 and a faster r.
 """
+
 from __future__ import annotations
 
 from attnflow.params import Param, Schema
 from attnflow.sharpening import data
 from attnflow.sharpening.model import PARAMETRIZATIONS
 
-__all__ = ["LEMMA1_RESCALING", "SCALAR_REDUCTION", "LINE_THEOREM", "GROWTH_RATES", "SHARPENING_MECHANISM",
-           "FOUR_PARAMETRIZATIONS", "DTAP_HEATMAPS", "RATIO_SWEEP", "WHERE_IT_BREAKS", "REAL_SQUAD",
-           "REAL_HATEXPLAIN", "REAL_SVA", "REAL", "BY_PAGE", "SYNTHETIC_OPTIMIZERS", "REAL_OPTIMIZERS"]
+__all__ = [
+    "LEMMA1_RESCALING",
+    "SCALAR_REDUCTION",
+    "LINE_THEOREM",
+    "GROWTH_RATES",
+    "SHARPENING_MECHANISM",
+    "FOUR_PARAMETRIZATIONS",
+    "DTAP_HEATMAPS",
+    "RATIO_SWEEP",
+    "WHERE_IT_BREAKS",
+    "REAL_SQUAD",
+    "REAL_HATEXPLAIN",
+    "REAL_SVA",
+    "REAL",
+    "BY_PAGE",
+    "SYNTHETIC_OPTIMIZERS",
+    "REAL_OPTIMIZERS",
+]
 
 NAMES = tuple(PARAMETRIZATIONS)
-SYNTHETIC_OPTIMIZERS = ("adamw", "sgd", "gd")   # names of attnflow.train.OPTIMIZERS: the ratio sweep (spec §7.2 and full-batch GD)
-REAL_OPTIMIZERS = ("adamw", "sgd")             # the real-data pages (spec §7.2)
+SYNTHETIC_OPTIMIZERS = (
+    "adamw",
+    "sgd",
+    "gd",
+)  # names of attnflow.train.OPTIMIZERS: the ratio sweep (spec §7.2 and full-batch GD)
+REAL_OPTIMIZERS = ("adamw", "sgd")  # the real-data pages (spec §7.2)
 
 # -- shared parameters of the theory pages ---------------------------------------------------------
 n_classes = Param(int, 2, 50, "K, number of classes")
@@ -56,11 +76,16 @@ def _horizon_fits(c) -> bool:
 
 def _population_fits(n_common_of):
     """Rule: the exact population of the task (K, M, T = n + 2) has at most POPULATION_MAX sequences."""
+
     def rule(c) -> bool:
         task = data.Task(n_classes=c.n_classes, n_common=n_common_of(c), seq_len=c.n_compete + 2)
         return data.n_compositions(task) <= data.POPULATION_MAX
-    return (rule, f"the exact population (K, M, T = n + 2) has at most {data.POPULATION_MAX:,} compositions "
-                  f"(lower n_common or n_compete)")
+
+    return (
+        rule,
+        f"the exact population (K, M, T = n + 2) has at most {data.POPULATION_MAX:,} compositions "
+        f"(lower n_common or n_compete)",
+    )
 
 
 _HORIZON_RULE = (_horizon_fits, "the horizon keeps e^a and e^b within float64")
@@ -68,8 +93,13 @@ _DISTINCT_SEEDS = (lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are disti
 
 LEMMA1_RESCALING = Schema(
     "sharpening/lemma1_rescaling",
-    requires=[(lambda c: c.d_h <= c.d, "d_h ≤ d: balanced factors W_Q = U S Vᵀ, W_K = U' S Vᵀ need d_h orthonormal "
-                                      "columns in R^d (raise d or lower d_h)")],
+    requires=[
+        (
+            lambda c: c.d_h <= c.d,
+            "d_h ≤ d: balanced factors W_Q = U S Vᵀ, W_K = U' S Vᵀ need d_h orthonormal "
+            "columns in R^d (raise d or lower d_h)",
+        )
+    ],
     d=Param(int, 2, 32, "embedding dimension d (W_QK is d×d)"),
     d_h=Param(int, 1, 32, "head dimension d_h of the factors W_Q, W_K (d×d_h), at most d"),
     n_keys=Param(int, 2, 64, "keys per query T"),
@@ -85,9 +115,16 @@ LEMMA1_RESCALING = Schema(
 
 SCALAR_REDUCTION = Schema(
     "sharpening/scalar_reduction",
-    requires=[(lambda c: c.d_h >= c.n_classes, "d_h ≥ K (balanced factorized OV init)"),
-              _population_fits(lambda c: c.n_common)],
-    n_classes=n_classes, n_common=n_common, n_compete=n_compete, lr_ratio=lr_ratio, a0=a0, b0=b0,
+    requires=[
+        (lambda c: c.d_h >= c.n_classes, "d_h ≥ K (balanced factorized OV init)"),
+        _population_fits(lambda c: c.n_common),
+    ],
+    n_classes=n_classes,
+    n_common=n_common,
+    n_compete=n_compete,
+    lr_ratio=lr_ratio,
+    a0=a0,
+    b0=b0,
     d_h=Param(int, 1, 256, "head dimension d_h of the factorized circuits (≥ K)"),
     embedding=Param(str, doc="token embedding: one-hot or a random orthogonal matrix", choices=("onehot", "random")),
     parametrizations=parametrizations,
@@ -99,10 +136,21 @@ SCALAR_REDUCTION = Schema(
 
 LINE_THEOREM = Schema(
     "sharpening/line_theorem",
-    requires=[_HORIZON_RULE, _population_fits(lambda c: c.n_common),
-              (lambda c: all(round(c.gd_time / h) >= 1 for h in c.gd_steps),
-               "every GD step h takes at least one step in gd_time (round(gd_time/h) ≥ 1)")],
-    n_classes=n_classes, n_compete=n_compete, lr_ratios=lr_ratios, a0=a0, b0=b0, horizon=horizon, rtol=rtol,
+    requires=[
+        _HORIZON_RULE,
+        _population_fits(lambda c: c.n_common),
+        (
+            lambda c: all(round(c.gd_time / h) >= 1 for h in c.gd_steps),
+            "every GD step h takes at least one step in gd_time (round(gd_time/h) ≥ 1)",
+        ),
+    ],
+    n_classes=n_classes,
+    n_compete=n_compete,
+    lr_ratios=lr_ratios,
+    a0=a0,
+    b0=b0,
+    horizon=horizon,
+    rtol=rtol,
     parametrizations=parametrizations,
     n_common=n_common,
     gd_lr_ratio=lr_ratio,
@@ -112,22 +160,41 @@ LINE_THEOREM = Schema(
 
 GROWTH_RATES = Schema(
     "sharpening/growth_rates",
-    requires=[_HORIZON_RULE,
-              (lambda c: c.horizon >= 10 * c.fit_from, "horizon ≥ 10·fit_from: the fit window [fit_from, horizon] "
-                                                        "must span at least one decade (lower fit_from or raise horizon)")],
-    n_classes=n_classes, n_compete=n_compete, lr_ratios=lr_ratios, a0=a0, b0=b0, horizon=horizon, rtol=rtol,
+    requires=[
+        _HORIZON_RULE,
+        (
+            lambda c: c.horizon >= 10 * c.fit_from,
+            "horizon ≥ 10·fit_from: the fit window [fit_from, horizon] "
+            "must span at least one decade (lower fit_from or raise horizon)",
+        ),
+    ],
+    n_classes=n_classes,
+    n_compete=n_compete,
+    lr_ratios=lr_ratios,
+    a0=a0,
+    b0=b0,
+    horizon=horizon,
+    rtol=rtol,
     parametrizations=parametrizations,
-    fit_from=Param(float, 1.0, 1e300, "start of the fit window [fit_from, horizon] of the growth laws (> 1)",
-                   lo_open=True),
+    fit_from=Param(
+        float, 1.0, 1e300, "start of the fit window [fit_from, horizon] of the growth laws (> 1)", lo_open=True
+    ),
 )
 
 SHARPENING_MECHANISM = Schema(
     "sharpening/sharpening_mechanism",
-    requires=[_HORIZON_RULE, _population_fits(lambda c: c.pop_n_common),
-              _DISTINCT_SEEDS],
-    n_classes=n_classes, n_compete=n_compete, lr_ratios=lr_ratios, a0=a0, b0=b0, horizon=horizon, rtol=rtol,
+    requires=[_HORIZON_RULE, _population_fits(lambda c: c.pop_n_common), _DISTINCT_SEEDS],
+    n_classes=n_classes,
+    n_compete=n_compete,
+    lr_ratios=lr_ratios,
+    a0=a0,
+    b0=b0,
+    horizon=horizon,
+    rtol=rtol,
     parametrizations=parametrizations,
-    matched_prob=Param(float, 0.0, 1.0, "correct-class probability s at the matched loss L = −log s", lo_open=True, hi_open=True),
+    matched_prob=Param(
+        float, 0.0, 1.0, "correct-class probability s at the matched loss L = −log s", lo_open=True, hi_open=True
+    ),
     pop_n_common=Param(int, 1, 6, "M of the full model's exact population (its size grows like M^n)"),
     n_common=n_common,
     seq_len=Param(int, 3, 64, "T of the sampled task (query included)"),
@@ -136,45 +203,69 @@ SHARPENING_MECHANISM = Schema(
     init_std=Param(float, 0.0, 10.0, "Gaussian init std × √d of the sampled run", lo_open=True),
     loss_target=Param(float, 0.0, 2.0, "training loss at which the sampled runs are compared", lo_open=True),
     max_steps=Param(int, 1, 100_000, "maximum GD steps of a sampled run"),
-    seeds=Param(list, 0, 2**31 - 1, "seeds of the sampled runs: data from seed, Gaussian init from seed + 1",
-                item=int, max_len=20),
+    seeds=Param(
+        list,
+        0,
+        2**31 - 1,
+        "seeds of the sampled runs: data from seed, Gaussian init from seed + 1",
+        item=int,
+        max_len=20,
+    ),
     device=Param(str, doc="device of the sampled runs", choices=("auto", "cpu", "cuda")),
 )
 
 # -- the synthetic experiment pages (spec §7.1, §8.2) -----------------------------------------------
 _UNIT = dict(lo=0.0, hi=1.0)
-_TASK = dict(n_classes=Param(int, 2, 50, "K classes"), n_common=Param(int, 1, 500, "M common tokens"),
-             seq_len=Param(int, 3, 256, "T, sequence length including the query"),
-             n_train=Param(int, 10, 10**6, "N training sequences per seed"),
-             n_test=Param(int, 10, 10**6, "held-out sequences per seed (metrics, DTAP)"),
-             seeds=Param(list, 0, 2**31 - 1, "data/init seeds", item=int),
-             init_scale=Param(float, 0, 100, "init std σ·√d (Gaussian, not balanced)", lo_open=True),
-             target_loss=Param(float, 0, 10, "matched training loss L*", lo_open=True),
-             attend_self=Param(bool, doc="the query attends to its own position (sets n)"),
-             device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")))
+_TASK = dict(
+    n_classes=Param(int, 2, 50, "K classes"),
+    n_common=Param(int, 1, 500, "M common tokens"),
+    seq_len=Param(int, 3, 256, "T, sequence length including the query"),
+    n_train=Param(int, 10, 10**6, "N training sequences per seed"),
+    n_test=Param(int, 10, 10**6, "held-out sequences per seed (metrics, DTAP)"),
+    seeds=Param(list, 0, 2**31 - 1, "data/init seeds", item=int),
+    init_scale=Param(float, 0, 100, "init std σ·√d (Gaussian, not balanced)", lo_open=True),
+    target_loss=Param(float, 0, 10, "matched training loss L*", lo_open=True),
+    attend_self=Param(bool, doc="the query attends to its own position (sets n)"),
+    device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
+)
 _RATIOS = Param(list, 0, 1e4, "learning-rate ratios r = η_QK/η_OV", item=float, lo_open=True)
 _MAX_STEPS = Param(int, 1, 10**7, "most optimizer steps per model")
 
 FOUR_PARAMETRIZATIONS = Schema(
-    "sharpening/four_parametrizations", requires=[_DISTINCT_SEEDS], **_TASK,
-    parametrizations=Param(list, doc="parametrizations", item=str, choices=NAMES), max_steps=_MAX_STEPS,
+    "sharpening/four_parametrizations",
+    requires=[_DISTINCT_SEEDS],
+    **_TASK,
+    parametrizations=Param(list, doc="parametrizations", item=str, choices=NAMES),
+    max_steps=_MAX_STEPS,
     lr=Param(float, 0, 10, "GD step η = η_QK = η_OV", lo_open=True),
     ode_init=Param(float, 0, 10, "a₀ = b₀ of the reduced ODE", lo_open=True),
-    record_every=Param(int, 1, 10**6, "steps between recorded points"))
+    record_every=Param(int, 1, 10**6, "steps between recorded points"),
+)
 
 DTAP_HEATMAPS = Schema(
-    "sharpening/dtap_heatmaps", requires=[_DISTINCT_SEEDS], **_TASK,
-    fafo_ratios=_RATIOS, max_steps=_MAX_STEPS, lr=Param(float, 0, 10, "GD step η_OV", lo_open=True),
+    "sharpening/dtap_heatmaps",
+    requires=[_DISTINCT_SEEDS],
+    **_TASK,
+    fafo_ratios=_RATIOS,
+    max_steps=_MAX_STEPS,
+    lr=Param(float, 0, 10, "GD step η_OV", lo_open=True),
     bins=Param(int, 2, 100, "DTAP bins per axis"),
-    tau_attns=Param(list, doc="τ_a of the threshold sweep", item=float, **_UNIT))
+    tau_attns=Param(list, doc="τ_a of the threshold sweep", item=float, **_UNIT),
+)
 
 RATIO_SWEEP = Schema(
-    "sharpening/ratio_sweep", **_TASK, requires=[
-        _DISTINCT_SEEDS, (lambda c: all(v > c.target_loss for v in c.checkpoint_losses),
-                          "every checkpoint loss > target_loss"),
-        (lambda c: c.batch_size <= c.n_train or set(c.optimizers) <= {"gd"},
-         "batch_size ≤ n_train (minibatches are drawn from the training set)")],
-    parametrization=Param(str, doc="parametrization", choices=NAMES), lr_ratios=_RATIOS,
+    "sharpening/ratio_sweep",
+    **_TASK,
+    requires=[
+        _DISTINCT_SEEDS,
+        (lambda c: all(v > c.target_loss for v in c.checkpoint_losses), "every checkpoint loss > target_loss"),
+        (
+            lambda c: c.batch_size <= c.n_train or set(c.optimizers) <= {"gd"},
+            "batch_size ≤ n_train (minibatches are drawn from the training set)",
+        ),
+    ],
+    parametrization=Param(str, doc="parametrization", choices=NAMES),
+    lr_ratios=_RATIOS,
     max_steps=_MAX_STEPS,
     optimizers=Param(list, doc="optimizers", item=str, choices=SYNTHETIC_OPTIMIZERS),
     lr_adamw=Param(float, 0, 1, "AdamW η_OV", lo_open=True),
@@ -187,28 +278,41 @@ RATIO_SWEEP = Schema(
     eval_every=Param(int, 1, 10**4, "steps between full training-loss checks"),
     tau_attn=Param(float, doc="AC threshold τ_a", **_UNIT),
     tau_conf=Param(float, doc="ACMC confidence threshold τ_c", **_UNIT),
-    k_percents=Param(list, 0, 100, "rationale sizes k% for AOPC", item=float, lo_open=True))
+    k_percents=Param(list, 0, 100, "rationale sizes k% for AOPC", item=float, lo_open=True),
+)
 
 WHERE_IT_BREAKS = Schema(
-    "sharpening/where_it_breaks", **_TASK, requires=[
-        _DISTINCT_SEEDS, (lambda c: c.init_scale in c.init_scales, "init_scale is one of init_scales")],
+    "sharpening/where_it_breaks",
+    **_TASK,
+    requires=[_DISTINCT_SEEDS, (lambda c: c.init_scale in c.init_scales, "init_scale is one of init_scales")],
     init_scales=Param(list, 0, 100, "init scales σ·√d of the grid", item=float, lo_open=True),
     lrs=Param(list, 0, 100, "GD steps η_OV of the grid", item=float, lo_open=True),
     fast_ratio=Param(float, 1, 1e4, "r of the fast-QK FAFO", lo_open=True),
-    max_time=Param(float, 0, 1e7, "GD time budget η·steps per model", lo_open=True))
+    max_time=Param(float, 0, 1e7, "GD time budget η·steps per model", lo_open=True),
+)
 
 
 # -- the real-data pages (spec §7.2–7.3): one schema per dataset -----------------------------------
 def _real(name: str) -> Schema:
-    ratios = Param(list, 0, 1e4, "learning-rate ratios r = η_QK/η_OV (1 = baseline)", item=float, lo_open=True, min_len=2)
+    ratios = Param(
+        list, 0, 1e4, "learning-rate ratios r = η_QK/η_OV (1 = baseline)", item=float, lo_open=True, min_len=2
+    )
     return Schema(
         f"sharpening/real_{name}",
-        requires=[_DISTINCT_SEEDS,
-                  (lambda c: 1.0 in c.lr_ratios and max(c.lr_ratios) > 1.0, "lr_ratios hold the baseline 1 and some r > 1"),
-                  (lambda c: len(set(c.optimizers)) == len(c.optimizers), "optimizers are distinct"),
-                  (lambda c: c.batch_size <= c.n_train, "batch_size ≤ n_train (a minibatch is drawn from the training subset)")],
-        source=Param(str, doc="data source: real data when reachable, hub only, or the offline stand-in",
-                     choices=("auto", "hub", "standin")),
+        requires=[
+            _DISTINCT_SEEDS,
+            (lambda c: 1.0 in c.lr_ratios and max(c.lr_ratios) > 1.0, "lr_ratios hold the baseline 1 and some r > 1"),
+            (lambda c: len(set(c.optimizers)) == len(c.optimizers), "optimizers are distinct"),
+            (
+                lambda c: c.batch_size <= c.n_train,
+                "batch_size ≤ n_train (a minibatch is drawn from the training subset)",
+            ),
+        ],
+        source=Param(
+            str,
+            doc="data source: real data when reachable, hub only, or the offline stand-in",
+            choices=("auto", "hub", "standin"),
+        ),
         n_train=Param(int, 32, 10**7, "training examples (a fixed random subset of the training split)"),
         n_test=Param(int, 32, 10**7, "held-out examples"),
         max_len=Param(int, 4, 1024, "tokens kept per example"),
@@ -235,8 +339,22 @@ def _real(name: str) -> Schema:
 
 
 REAL_SQUAD, REAL_HATEXPLAIN, REAL_SVA = _real("squad"), _real("hatexplain"), _real("sva")
-REAL = {"squad": REAL_SQUAD, "hatexplain": REAL_HATEXPLAIN, "sva": REAL_SVA}   # dataset name -> schema
+REAL = {"squad": REAL_SQUAD, "hatexplain": REAL_HATEXPLAIN, "sva": REAL_SVA}  # dataset name -> schema
 
-BY_PAGE = {s.key: s for s in (LEMMA1_RESCALING, SCALAR_REDUCTION, LINE_THEOREM, GROWTH_RATES, SHARPENING_MECHANISM,
-                              FOUR_PARAMETRIZATIONS, DTAP_HEATMAPS, RATIO_SWEEP, WHERE_IT_BREAKS, REAL_SQUAD,
-                              REAL_HATEXPLAIN, REAL_SVA)}
+BY_PAGE = {
+    s.key: s
+    for s in (
+        LEMMA1_RESCALING,
+        SCALAR_REDUCTION,
+        LINE_THEOREM,
+        GROWTH_RATES,
+        SHARPENING_MECHANISM,
+        FOUR_PARAMETRIZATIONS,
+        DTAP_HEATMAPS,
+        RATIO_SWEEP,
+        WHERE_IT_BREAKS,
+        REAL_SQUAD,
+        REAL_HATEXPLAIN,
+        REAL_SVA,
+    )
+}

@@ -19,6 +19,7 @@ Two views of the same distribution, both returned as a :class:`Batch`:
 Vocabulary ids: distinct tokens first (class c owns ``c·m_D … c·m_D + m_D − 1``), then the M
 common tokens, then the query token (id V − 1).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -31,19 +32,19 @@ from attnflow.params import ParameterError
 
 __all__ = ["Task", "Batch", "sample", "population", "n_compositions", "POPULATION_MAX"]
 
-POPULATION_MAX = 200_000   # most compositions of an exact population (memory of the per-sequence forward)
+POPULATION_MAX = 200_000  # most compositions of an exact population (memory of the per-sequence forward)
 
 
 @dataclass(frozen=True)
 class Task:
     """The distinct/common-token task (spec §5.1); defaults are the spec's generator."""
 
-    n_classes: int = 5          # K classes (= next tokens)
-    n_common: int = 20          # M common (class-agnostic) tokens
-    seq_len: int = 12           # T, including the query token at the last position
-    distinct_per_class: int = 1 # m_D = |D_c|, distinct tokens owned by each class
-    distinct_per_seq: int = 1   # distinct tokens of the class placed in each context
-    label_noise: float = 0.0    # probability ε that the target is replaced by a uniform class
+    n_classes: int = 5  # K classes (= next tokens)
+    n_common: int = 20  # M common (class-agnostic) tokens
+    seq_len: int = 12  # T, including the query token at the last position
+    distinct_per_class: int = 1  # m_D = |D_c|, distinct tokens owned by each class
+    distinct_per_seq: int = 1  # distinct tokens of the class placed in each context
+    label_noise: float = 0.0  # probability ε that the target is replaced by a uniform class
 
     def __post_init__(self):
         def bad(name, allowed):
@@ -94,10 +95,10 @@ class Task:
 class Batch:
     """Sequences with targets; the loss of a model is Σ_i weights_i · CE_i."""
 
-    tokens: torch.Tensor         # (B, T) long, query token at position T − 1
-    targets: torch.Tensor        # (B,) long, class in [0, K)
+    tokens: torch.Tensor  # (B, T) long, query token at position T − 1
+    targets: torch.Tensor  # (B,) long, class in [0, K)
     relevant_mask: torch.Tensor  # (B, T) bool, True at the distinct-token positions (R)
-    weights: torch.Tensor        # (B,) float64, sum 1 (1/N when sampled, probabilities when exact)
+    weights: torch.Tensor  # (B,) float64, sum 1 (1/N when sampled, probabilities when exact)
 
     def __len__(self) -> int:
         return self.tokens.shape[0]
@@ -112,15 +113,15 @@ def sample(task: Task, n_samples: int, generator: torch.Generator) -> Batch:
         raise ParameterError(f"parameter 'n_samples': received {n_samples!r}; allowed: an integer ≥ 1")
     K, T, j = task.n_classes, task.seq_len, task.distinct_per_seq
     N = n_samples
-    cls = torch.randint(0, K, (N,), generator=generator)                                  # (N,)
-    which = torch.randint(0, task.distinct_per_class, (N, j), generator=generator)        # (N, j)
-    distinct = cls[:, None] * task.distinct_per_class + which                             # (N, j)
+    cls = torch.randint(0, K, (N,), generator=generator)  # (N,)
+    which = torch.randint(0, task.distinct_per_class, (N, j), generator=generator)  # (N, j)
+    distinct = cls[:, None] * task.distinct_per_class + which  # (N, j)
     common = task.common_ids()[0] + torch.randint(0, task.n_common, (N, T - 1 - j), generator=generator)
-    context = torch.cat([distinct, common], dim=1)                                        # (N, T-1)
-    perm = torch.argsort(torch.rand(N, T - 1, generator=generator), dim=1)                # random positions
-    context = torch.gather(context, 1, perm)                                              # (N, T-1)
-    tokens = torch.cat([context, torch.full((N, 1), task.query_id)], dim=1)               # (N, T)
-    relevant = torch.cat([perm < j, torch.zeros(N, 1, dtype=torch.bool)], dim=1)          # (N, T)
+    context = torch.cat([distinct, common], dim=1)  # (N, T-1)
+    perm = torch.argsort(torch.rand(N, T - 1, generator=generator), dim=1)  # random positions
+    context = torch.gather(context, 1, perm)  # (N, T-1)
+    tokens = torch.cat([context, torch.full((N, 1), task.query_id)], dim=1)  # (N, T)
+    relevant = torch.cat([perm < j, torch.zeros(N, 1, dtype=torch.bool)], dim=1)  # (N, T)
     targets = cls.clone()
     if task.label_noise > 0:
         flip = torch.rand(N, generator=generator) < task.label_noise
@@ -171,7 +172,7 @@ def population(task: Task, max_sequences: int = POPULATION_MAX) -> Batch:
                         rows.append(seq), targets.append(y), weights.append(base * q)
                 else:
                     rows.append(seq), targets.append(c), weights.append(base)
-    tokens = torch.tensor(rows, dtype=torch.long)                                        # (S, T)
+    tokens = torch.tensor(rows, dtype=torch.long)  # (S, T)
     relevant = torch.zeros_like(tokens, dtype=torch.bool)
-    relevant[:, :j] = True                                                               # distinct tokens first
+    relevant[:, :j] = True  # distinct tokens first
     return Batch(tokens, torch.tensor(targets), relevant, torch.tensor(weights, dtype=torch.float64))

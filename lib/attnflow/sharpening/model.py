@@ -29,6 +29,7 @@ attention mass per vocabulary token, z = Σ_v (Σ_{i: x_i = v} p_i) W_OV e_v.
 pointer head; it shares this module's :class:`Output`, parameter names and
 :func:`effective_circuits`, not the token-table arithmetic (which needs fixed embeddings).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,19 @@ from torch import nn
 
 from attnflow.params import ParameterError
 
-__all__ = ["PARAMETRIZATIONS", "ModelConfig", "SelfAttention", "Output", "forward", "circuits", "parameter_names", "effective_circuits", "QK_NAMES", "OV_NAMES",
-           "orthogonal_embedding"]
+__all__ = [
+    "PARAMETRIZATIONS",
+    "ModelConfig",
+    "SelfAttention",
+    "Output",
+    "forward",
+    "circuits",
+    "parameter_names",
+    "effective_circuits",
+    "QK_NAMES",
+    "OV_NAMES",
+    "orthogonal_embedding",
+]
 
 # name -> (factorized QK, factorized OV)
 PARAMETRIZATIONS = {"CACO": (False, False), "CAFO": (False, True), "FACO": (True, False), "FAFO": (True, True)}
@@ -72,31 +84,34 @@ def effective_circuits(params: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor
     return W_qk, W_ov
 
 
-def orthogonal_embedding(vocab_size: int, d: int | None = None, seed: int | None = None,
-                         dtype=torch.float64) -> torch.Tensor:
+def orthogonal_embedding(
+    vocab_size: int, d: int | None = None, seed: int | None = None, dtype=torch.float64
+) -> torch.Tensor:
     """Orthonormal token embeddings (V, d): one-hot when ``seed`` is None, else random orthogonal."""
     d = vocab_size if d is None else d
     if d < vocab_size:
-        raise ParameterError(f"parameter 'd': orthonormal embeddings of {vocab_size} tokens need d ≥ {vocab_size}; received {d}")
+        raise ParameterError(
+            f"parameter 'd': orthonormal embeddings of {vocab_size} tokens need d ≥ {vocab_size}; received {d}"
+        )
     if seed is None:
         return torch.eye(vocab_size, d, dtype=dtype)
     g = torch.Generator().manual_seed(seed)
-    Q, _ = torch.linalg.qr(torch.randn(d, vocab_size, generator=g, dtype=torch.float64))   # (d, V)
-    return Q.T.contiguous().to(dtype)                                                       # (V, d)
+    Q, _ = torch.linalg.qr(torch.randn(d, vocab_size, generator=g, dtype=torch.float64))  # (d, V)
+    return Q.T.contiguous().to(dtype)  # (V, d)
 
 
 @dataclass
 class ModelConfig:
     """The model of spec §4; ``d``/``d_h`` default to V (one-hot embeddings, full-rank heads)."""
 
-    parametrization: str                # CACO, CAFO, FACO or FAFO
-    vocab_size: int                     # V
-    n_classes: int                      # K output classes
-    d: int | None = None                # embedding dimension (≥ V); None → V
-    d_h: int | None = None              # head dimension of the factors; None → d
-    attend_self: bool = False           # the query attends to its own position
-    score_scale: float = 1.0            # σ_s, e.g. 1/√d_h (spec §4.1: optional)
-    embedding_seed: int | None = None   # None: one-hot embedding; int: random orthogonal
+    parametrization: str  # CACO, CAFO, FACO or FAFO
+    vocab_size: int  # V
+    n_classes: int  # K output classes
+    d: int | None = None  # embedding dimension (≥ V); None → V
+    d_h: int | None = None  # head dimension of the factors; None → d
+    attend_self: bool = False  # the query attends to its own position
+    score_scale: float = 1.0  # σ_s, e.g. 1/√d_h (spec §4.1: optional)
+    embedding_seed: int | None = None  # None: one-hot embedding; int: random orthogonal
     dtype: torch.dtype = torch.float64
 
     def __post_init__(self):
@@ -115,13 +130,21 @@ class Output(NamedTuple):
     ``...`` — none for one ``SelfAttention``, the model axis P for :func:`forward`, a stack or a
     real-data sweep."""
 
-    logits: torch.Tensor   # (..., B, K); (..., B, T) for a span pointer (−inf off the passage)
-    attn: torch.Tensor     # (..., B, T) attention probabilities of the query (0 on masked / deleted keys)
-    scores: torch.Tensor   # (..., B, T) attention scores (−inf on masked / deleted keys)
+    logits: torch.Tensor  # (..., B, K); (..., B, T) for a span pointer (−inf off the passage)
+    attn: torch.Tensor  # (..., B, T) attention probabilities of the query (0 on masked / deleted keys)
+    scores: torch.Tensor  # (..., B, T) attention scores (−inf on masked / deleted keys)
 
 
-def forward(emb: torch.Tensor, W_qk: torch.Tensor, W_ov: torch.Tensor, tokens: torch.Tensor, *,
-            score_scale: float = 1.0, attend_self: bool = False, keep_mask: torch.Tensor | None = None) -> Output:
+def forward(
+    emb: torch.Tensor,
+    W_qk: torch.Tensor,
+    W_ov: torch.Tensor,
+    tokens: torch.Tensor,
+    *,
+    score_scale: float = 1.0,
+    attend_self: bool = False,
+    keep_mask: torch.Tensor | None = None,
+) -> Output:
     """The synthetic model's forward for P models at once (spec §4; one model is P = 1).
 
     ``emb`` (V, d) fixed embedding, ``W_qk`` (P, d, d) and ``W_ov`` (P, K, d) collapsed circuits
@@ -138,11 +161,11 @@ def forward(emb: torch.Tensor, W_qk: torch.Tensor, W_ov: torch.Tensor, tokens: t
     """
     P, V = W_qk.shape[0], emb.shape[0]
     if tokens.dim() == 2:
-        tokens = tokens.expand(P, -1, -1)                                   # (P, B, T) shared
+        tokens = tokens.expand(P, -1, -1)  # (P, B, T) shared
     _, B, T = tokens.shape
-    S = score_scale * emb @ W_qk @ emb.T                                    # (P, V, V) token scores
-    O = emb @ W_ov.transpose(-1, -2)                                        # (P, V, K) token logits
-    flat = tokens[..., -1:] * V + tokens                                    # (P, B, T) index into V·V
+    S = score_scale * emb @ W_qk @ emb.T  # (P, V, V) token scores
+    O = emb @ W_ov.transpose(-1, -2)  # (P, V, K) token logits
+    flat = tokens[..., -1:] * V + tokens  # (P, B, T) index into V·V
     scores = S.reshape(P, V * V).gather(1, flat.reshape(P, B * T)).reshape(P, B, T)
     masked = torch.zeros_like(tokens, dtype=torch.bool)
     if not attend_self:
@@ -150,9 +173,9 @@ def forward(emb: torch.Tensor, W_qk: torch.Tensor, W_ov: torch.Tensor, tokens: t
     if keep_mask is not None:
         masked = masked | ~keep_mask
     scores = scores.masked_fill(masked, float("-inf"))
-    attn = torch.softmax(scores, dim=-1)                                    # (P, B, T)
+    attn = torch.softmax(scores, dim=-1)  # (P, B, T)
     mass = torch.zeros(P, B, V, dtype=attn.dtype, device=attn.device).scatter_add(2, tokens, attn)  # (P, B, V)
-    return Output(mass @ O, attn, scores)                                   # logits (P, B, K)
+    return Output(mass @ O, attn, scores)  # logits (P, B, K)
 
 
 class SelfAttention(nn.Module):
@@ -164,7 +187,10 @@ class SelfAttention(nn.Module):
         self.factorized_qk, self.factorized_ov = circuits(cfg.parametrization)
         d, d_h, K = cfg.d, cfg.d_h, cfg.n_classes
         self.register_buffer("emb", orthogonal_embedding(cfg.vocab_size, d, cfg.embedding_seed, cfg.dtype))  # (V, d)
-        z = lambda *shape: nn.Parameter(torch.zeros(*shape, dtype=cfg.dtype))
+
+        def z(*shape):
+            return nn.Parameter(torch.zeros(*shape, dtype=cfg.dtype))
+
         if self.factorized_qk:
             self.W_q, self.W_k = z(d, d_h), z(d, d_h)
         else:
@@ -193,8 +219,10 @@ class SelfAttention(nn.Module):
 
     def groups(self, lr_qk: float, lr_ov: float) -> dict[str, tuple[list[nn.Parameter], float]]:
         """Parameter groups {"qk": (params, η_QK), "ov": (params, η_OV)} for ``attnflow.train``."""
-        return {"qk": ([getattr(self, n) for n in self.qk_names], lr_qk),
-                "ov": ([getattr(self, n) for n in self.ov_names], lr_ov)}
+        return {
+            "qk": ([getattr(self, n) for n in self.qk_names], lr_qk),
+            "ov": ([getattr(self, n) for n in self.ov_names], lr_ov),
+        }
 
     def rates(self, lr_qk: float, lr_ov: float) -> dict[str, float]:
         """Learning rate per parameter name, for ``attnflow.flow.integrate``."""
@@ -215,14 +243,20 @@ class SelfAttention(nn.Module):
     def forward(self, tokens: torch.Tensor) -> Output:
         """Logits (B, K), attention and scores (B, T) of tokens (B, T): :func:`forward` at P = 1."""
         W_qk, W_ov = effective_circuits({n: getattr(self, n) for n in self.qk_names + self.ov_names})
-        out = forward(self.emb, W_qk[None], W_ov[None], tokens[None], score_scale=self.cfg.score_scale,
-                      attend_self=self.cfg.attend_self)
+        out = forward(
+            self.emb,
+            W_qk[None],
+            W_ov[None],
+            tokens[None],
+            score_scale=self.cfg.score_scale,
+            attend_self=self.cfg.attend_self,
+        )
         return Output(*(t[0] for t in out))
 
     def loss(self, batch) -> torch.Tensor:
         """Weighted cross-entropy Σ w_i CE_i (a ``data.Batch``: population or sampled)."""
-        logits = self(batch.tokens).logits                              # (B, K)
-        ce = torch.nn.functional.cross_entropy(logits, batch.targets, reduction="none")   # (B,)
+        logits = self(batch.tokens).logits  # (B, K)
+        ce = torch.nn.functional.cross_entropy(logits, batch.targets, reduction="none")  # (B,)
         return (batch.weights.to(ce.dtype) * ce).sum()
 
     def functional_loss(self, batch):
@@ -231,7 +265,7 @@ class SelfAttention(nn.Module):
 
         def loss(theta: Mapping[str, torch.Tensor]) -> torch.Tensor:
             out = torch.func.functional_call(self, {**theta, **buffers}, (batch.tokens,))
-            ce = torch.nn.functional.cross_entropy(out.logits, batch.targets, reduction="none")   # (B,)
+            ce = torch.nn.functional.cross_entropy(out.logits, batch.targets, reduction="none")  # (B,)
             return (batch.weights.to(ce.dtype) * ce).sum()
 
         return loss
@@ -258,4 +292,3 @@ class SelfAttention(nn.Module):
             for p in self.parameters():
                 p.zero_()
         return self
-

@@ -23,6 +23,7 @@ Parameters carry a leading model axis P: one function serves one model and a sta
 The page schemas are in ``sharpening.contracts``; what the three dataset pages show and check (tables,
 glued numbers, figures, claim checks) is in ``sharpening.realreport``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,29 +40,43 @@ from attnflow.sharpening import metrics
 from attnflow.sharpening.contracts import REAL_OPTIMIZERS
 from attnflow.sharpening.model import QK_NAMES, Output, circuits, effective_circuits, parameter_names
 
-__all__ = ["RealConfig", "Encoded", "encode", "init_params", "forward", "groups", "RealRun", "run",
-           "evaluate", "RealExperiment", "experiment", "TITLES", "PAD",
-           "SEP", "DATASETS"]
+__all__ = [
+    "RealConfig",
+    "Encoded",
+    "encode",
+    "init_params",
+    "forward",
+    "groups",
+    "RealRun",
+    "run",
+    "evaluate",
+    "RealExperiment",
+    "experiment",
+    "TITLES",
+    "PAD",
+    "SEP",
+    "DATASETS",
+]
 
 PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
 DATASETS = ("squad", "hatexplain", "sva")
-LOWERCASE = {"squad": False, "hatexplain": True, "sva": True}   # SQuAD keeps case: answers are names
+LOWERCASE = {"squad": False, "hatexplain": True, "sva": True}  # SQuAD keeps case: answers are names
 TITLES = {"squad": "SQuAD", "hatexplain": "HateXplain", "sva": "SVA"}
-SUBSET_SEED = 0   # fixed random subsets: training rows from its data stream, held-out rows from its eval stream
+SUBSET_SEED = 0  # fixed random subsets: training rows from its data stream, held-out rows from its eval stream
 
 
 @dataclass(frozen=True)
 class RealConfig:
     """One model family: the parametrization and sizes (spec §4.2 on learned embeddings)."""
 
-    parametrization: str       # CACO, CAFO, FACO or FAFO (FAFO = a standard attention head)
-    vocab_size: int            # V, rows of the embedding E
-    n_out: int                 # K classes ("classification"), or 0 for "span" (output = positions)
-    d_model: int = 32          # d, embedding width
-    d_head: int = 32           # d_h of the factorized circuits
+    parametrization: str  # CACO, CAFO, FACO or FAFO (FAFO = a standard attention head)
+    vocab_size: int  # V, rows of the embedding E
+    n_out: int  # K classes ("classification"), or 0 for "span" (output = positions)
+    d_model: int = 32  # d, embedding width
+    d_head: int = 32  # d_h of the factorized circuits
     task: str = "classification"
-    score_scale: float = 1.0   # σ_s
-    init_scale: float = 0.1    # circuits: N(0, (init_scale/√d)²); embedding rows N(0, 1/d) (≈ unit norm)
+    score_scale: float = 1.0  # σ_s
+    init_scale: float = 0.1  # circuits: N(0, (init_scale/√d)²); embedding rows N(0, 1/d) (≈ unit norm)
 
     def __post_init__(self):
         circuits(self.parametrization)
@@ -71,7 +86,9 @@ class RealConfig:
             raise ParameterError(f"parameter 'n_out': received {self.n_out!r}; allowed: K ≥ 2 classes")
         for name in ("vocab_size", "d_model", "d_head"):
             if getattr(self, name) < (4 if name == "vocab_size" else 1):
-                raise ParameterError(f"parameter {name!r}: received {getattr(self, name)!r}; allowed: a positive integer")
+                raise ParameterError(
+                    f"parameter {name!r}: received {getattr(self, name)!r}; allowed: a positive integer"
+                )
 
     @property
     def out_rows(self) -> int:
@@ -91,10 +108,10 @@ class RealConfig:
 class Encoded:
     """A split ready for the model: the query prefix added, rows without a key dropped."""
 
-    ids: torch.Tensor        # (N, T) token ids, <pad> = 0 on the right
-    relevant: torch.Tensor   # (N, T) bool, relevant keys (answer span, rationale, subject noun)
-    labels: torch.Tensor     # (N,) class id, or the answer's first position (span)
-    dropped: int             # examples lost to truncation (a relevant token would be cut)
+    ids: torch.Tensor  # (N, T) token ids, <pad> = 0 on the right
+    relevant: torch.Tensor  # (N, T) bool, relevant keys (answer span, rationale, subject noun)
+    labels: torch.Tensor  # (N,) class id, or the answer's first position (span)
+    dropped: int  # examples lost to truncation (a relevant token would be cut)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -107,13 +124,14 @@ class Encoded:
         return self.relevant.any(-1)
 
 
-def encode(ds: ClassificationSet, split: str, tok: WordTokenizer, max_len: int, n_max: int | None = None,
-           seed: int = 0) -> Encoded:
+def encode(
+    ds: ClassificationSet, split: str, tok: WordTokenizer, max_len: int, n_max: int | None = None, seed: int = 0
+) -> Encoded:
     """Encode ``split`` (cached by the data layer), keep at most ``n_max`` rows (a fixed random subset)."""
     e = ds.encode(split, tok, max_len)
-    ids, rel, labels = e.ids, e.relevant, e.labels                             # (N, T), (N, T), (N,)
-    if ds.task == "classification":                                            # [<sep>] + tokens
-        ids = torch.cat([torch.full((len(ids), 1), SEP, dtype=ids.dtype), ids], 1)   # (N, 1 + T)
+    ids, rel, labels = e.ids, e.relevant, e.labels  # (N, T), (N, T), (N,)
+    if ds.task == "classification":  # [<sep>] + tokens
+        ids = torch.cat([torch.full((len(ids), 1), SEP, dtype=ids.dtype), ids], 1)  # (N, 1 + T)
         rel = torch.cat([torch.zeros(len(rel), 1, dtype=torch.bool), rel], 1)
     elif not bool(((ids == SEP).sum(-1) >= 1).all()):
         raise ParameterError(f"dataset {ds.name!r}: every span example needs a <sep> between question and passage")
@@ -129,31 +147,32 @@ def init_params(cfg: RealConfig, seed: int, dtype=torch.float32) -> dict[str, to
     out = {}
     for name, shape in cfg.shapes().items():
         std = 1.0 if name == "emb" else cfg.init_scale
-        out[name] = (std / cfg.d_model ** 0.5 * torch.randn(shape, generator=gen, dtype=torch.float64)).to(dtype)[None]
+        out[name] = (std / cfg.d_model**0.5 * torch.randn(shape, generator=gen, dtype=torch.float64)).to(dtype)[None]
     return out
 
 
-def forward(params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConfig,
-            keep_mask: torch.Tensor | None = None) -> Output:
+def forward(
+    params: Mapping[str, torch.Tensor], ids: torch.Tensor, cfg: RealConfig, keep_mask: torch.Tensor | None = None
+) -> Output:
     """All P models on the same batch ids (B, T) (module docstring); ``keep_mask`` (B, T) or
     (P, B, T) bool deletes the keys where it is False."""
-    emb = params["emb"]                                                        # (P, V, d)
-    x = emb[:, ids]                                                            # (P, B, T, d)
+    emb = params["emb"]  # (P, V, d)
+    x = emb[:, ids]  # (P, B, T, d)
     is_sep = (ids == SEP).long()
-    query = (is_sep.cumsum(-1) - is_sep) == 0                                  # (B, T) up to the first <sep>
-    passage = ~query & (ids != PAD)                                            # (B, T)
-    keys = passage if keep_mask is None else passage & keep_mask               # (B, T) or (P, B, T)
-    qf = query.to(x.dtype)[None, :, :, None]                                   # (1, B, T, 1)
-    q = (x * qf).sum(-2) / qf.sum(-2)                                          # (P, B, d)
-    W_qk, W_ov = effective_circuits(params)                                    # (P, d, d), (P, K, d)
-    key_dir = q @ W_qk                                                         # (P, B, d): q_bᵀ W_QK
-    scores = cfg.score_scale * (x * key_dir[:, :, None, :]).sum(-1)            # (P, B, T)
+    query = (is_sep.cumsum(-1) - is_sep) == 0  # (B, T) up to the first <sep>
+    passage = ~query & (ids != PAD)  # (B, T)
+    keys = passage if keep_mask is None else passage & keep_mask  # (B, T) or (P, B, T)
+    qf = query.to(x.dtype)[None, :, :, None]  # (1, B, T, 1)
+    q = (x * qf).sum(-2) / qf.sum(-2)  # (P, B, d)
+    W_qk, W_ov = effective_circuits(params)  # (P, d, d), (P, K, d)
+    key_dir = q @ W_qk  # (P, B, d): q_bᵀ W_QK
+    scores = cfg.score_scale * (x * key_dir[:, :, None, :]).sum(-1)  # (P, B, T)
     scores = scores.masked_fill(~keys, float("-inf"))
-    attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)                       # (P, B, T); no key → 0
-    o = (attn[..., None] * x).sum(-2)                                          # (P, B, d)
-    out = o @ W_ov.transpose(-1, -2)                                           # (P, B, K)
-    if cfg.task == "span":                                                     # pointer: e_xᵀ W_OV o
-        out = (x * out[:, :, None, :]).sum(-1).masked_fill(~passage, float("-inf"))   # (P, B, T)
+    attn = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # (P, B, T); no key → 0
+    o = (attn[..., None] * x).sum(-2)  # (P, B, d)
+    out = o @ W_ov.transpose(-1, -2)  # (P, B, K)
+    if cfg.task == "span":  # pointer: e_xᵀ W_OV o
+        out = (x * out[:, :, None, :]).sum(-1).masked_fill(~passage, float("-inf"))  # (P, B, T)
     return Output(out, attn, scores)
 
 
@@ -165,8 +184,8 @@ def groups(names: Sequence[str]) -> dict[str, str]:
 
 def _loss_stats(out: Output, data: Encoded, cfg: RealConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-model summed cross-entropy, correct count and relevant attention sum (each (P,))."""
-    logp = torch.log_softmax(out.logits, dim=-1)                               # (P, B, K)
-    true = logp.gather(-1, data.labels.expand(logp.shape[0], -1)[..., None]).squeeze(-1)   # (P, B)
+    logp = torch.log_softmax(out.logits, dim=-1)  # (P, B, K)
+    true = logp.gather(-1, data.labels.expand(logp.shape[0], -1)[..., None]).squeeze(-1)  # (P, B)
     correct = (logp.argmax(-1) == data.labels).float().sum(-1)
     rel = metrics.relevant_attention(out.attn, data.relevant).sum(-1)
     return -true.sum(-1), correct, rel
@@ -179,8 +198,8 @@ class RealRun(sweep.SweepRun):
     and data; ``record`` is the record itself, ``params`` its trained parameters."""
 
     cfg: RealConfig
-    lr_ratios: list[float]     # (P,) r of each model
-    seeds: list[int]           # (P,) init seed of each model (paired across r)
+    lr_ratios: list[float]  # (P,) r of each model
+    seeds: list[int]  # (P,) init seed of each model (paired across r)
     optimizer: str
     train: Encoded
 
@@ -190,52 +209,101 @@ class RealRun(sweep.SweepRun):
         return self
 
 
-def run(cfg: RealConfig, train: Encoded, lr_ratios: Sequence[float], seeds: Sequence[int], *, optimizer: str,
-        lr: float, epochs: float, batch_size: int, momentum: float = 0.9, weight_decay: float = 0.0,
-        evals: int = 10, device: str = "auto", eval_chunk: int = 256) -> RealRun:
+def run(
+    cfg: RealConfig,
+    train: Encoded,
+    lr_ratios: Sequence[float],
+    seeds: Sequence[int],
+    *,
+    optimizer: str,
+    lr: float,
+    epochs: float,
+    batch_size: int,
+    momentum: float = 0.9,
+    weight_decay: float = 0.0,
+    evals: int = 10,
+    device: str = "auto",
+    eval_chunk: int = 256,
+) -> RealRun:
     """Train the P = |r|·|seeds| models of one optimizer together (``attnflow.sweep.train``); models
     with the same seed start from the same weights and see the same minibatches (paired in r)."""
     if optimizer not in REAL_OPTIMIZERS:
-        raise ParameterError(f"parameter 'optimizer': received {optimizer!r}; allowed: one of {', '.join(REAL_OPTIMIZERS)}")
+        raise ParameterError(
+            f"parameter 'optimizer': received {optimizer!r}; allowed: one of {', '.join(REAL_OPTIMIZERS)}"
+        )
     if any(not (np.isfinite(r) and r > 0) for r in lr_ratios):
         raise ParameterError(f"parameter 'lr_ratios': received {list(lr_ratios)}; allowed: numbers > 0")
     dev = devices.resolve(device)
     specs = [(float(r), int(s)) for r in lr_ratios for s in seeds]
     inits = {s: init_params(cfg, s) for s in seeds}
     circuit = groups(cfg.shapes())
-    tensors = {n: sweep.Stacked(torch.cat([inits[s][n] for _, s in specs]).to(dev),
-                                torch.arange(len(specs), device=dev),
-                                torch.tensor([lr * (r if circuit[n] == "qk" else 1.0) for r, _ in specs],
-                                             dtype=torch.float64, device=dev))   # float64: torch's Adam bits (sweep)
-               for n in cfg.shapes()}
+    tensors = {
+        n: sweep.Stacked(
+            torch.cat([inits[s][n] for _, s in specs]).to(dev),
+            torch.arange(len(specs), device=dev),
+            torch.tensor([lr * (r if circuit[n] == "qk" else 1.0) for r, _ in specs], dtype=torch.float64, device=dev),
+        )  # float64: torch's Adam bits (sweep)
+        for n in cfg.shapes()
+    }
     data = train.to(dev)
     n = len(data)
     steps = max(1, int(round(epochs * n / batch_size)))
 
     def objective(params, index, models):
         sub = params if len(models) == len(specs) else {k: v[models] for k, v in params.items()}
-        if index is not None:                                                  # a minibatch: mean CE
+        if index is not None:  # a minibatch: mean CE
             rows = Encoded(data.ids[index], data.relevant[index], data.labels[index], 0)
             ce, correct, rel = _loss_stats(forward(sub, rows.ids, cfg), rows, cfg)
-            return ce / len(index), {"accuracy": correct.detach() / len(index), "attn_relevant": rel.detach() / len(index)}
+            return ce / len(index), {
+                "accuracy": correct.detach() / len(index),
+                "attn_relevant": rel.detach() / len(index),
+            }
         totals = torch.zeros(3, len(models), device=dev)
-        for a in range(0, n, eval_chunk):                                      # full training set, chunked
-            rows = Encoded(data.ids[a:a + eval_chunk], data.relevant[a:a + eval_chunk], data.labels[a:a + eval_chunk], 0)
+        for a in range(0, n, eval_chunk):  # full training set, chunked
+            rows = Encoded(
+                data.ids[a : a + eval_chunk], data.relevant[a : a + eval_chunk], data.labels[a : a + eval_chunk], 0
+            )
             totals = totals + torch.stack(_loss_stats(forward(sub, rows.ids, cfg), rows, cfg))
         n_rel = max(int(data.with_relevant().sum()), 1)
         return totals[0] / n, {"accuracy": totals[1] / n, "attn_relevant": totals[2] / n_rel}
 
     labels = [f"{cfg.parametrization} r={r:g} seed={s}" for r, s in specs]
-    record = sweep.train(objective, tensors, len(specs), optimizer=optimizer, steps=steps, batch_size=batch_size,
-                         n_samples=n, eval_every=max(1, steps // evals), record_every=1, momentum=momentum,
-                         weight_decay=weight_decay, seed=min(seeds), labels=labels, desc=f"{optimizer} sweep")
-    return RealRun(**fields_of(record), cfg=cfg, lr_ratios=[r for r, _ in specs], seeds=[s for _, s in specs],
-                   optimizer=optimizer, train=train)
+    record = sweep.train(
+        objective,
+        tensors,
+        len(specs),
+        optimizer=optimizer,
+        steps=steps,
+        batch_size=batch_size,
+        n_samples=n,
+        eval_every=max(1, steps // evals),
+        record_every=1,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        seed=min(seeds),
+        labels=labels,
+        desc=f"{optimizer} sweep",
+    )
+    return RealRun(
+        **fields_of(record),
+        cfg=cfg,
+        lr_ratios=[r for r, _ in specs],
+        seeds=[s for _, s in specs],
+        optimizer=optimizer,
+        train=train,
+    )
 
 
-def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf: float = 0.5,
-             tau_attns: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7), k_percents=metrics.AOPC_PERCENTS,
-             chunk: int = 512) -> dict[str, np.ndarray]:
+def evaluate(
+    result: RealRun,
+    test: Encoded,
+    *,
+    tau_attn: float = 0.5,
+    tau_conf: float = 0.5,
+    tau_attns: Sequence[float] = (0.3, 0.4, 0.5, 0.6, 0.7),
+    k_percents=metrics.AOPC_PERCENTS,
+    chunk: int = 512,
+) -> dict[str, np.ndarray]:
     """Test metrics per model (P,): accuracy and attention entropy (all rows); AC, ACMC, the τ_a sweep, mean relevant
     attention, AOPC sufficiency/comprehensiveness and the DTAP points (rows with a relevant token)."""
     cfg, params = result.cfg, result.params
@@ -243,35 +311,52 @@ def evaluate(result: RealRun, test: Encoded, *, tau_attn: float = 0.5, tau_conf:
     test = test.to(dev)
     keep = test.with_relevant()
     parts: dict[str, list] = {}
-    with torch.no_grad(), devices.cpu_threads(1, blas=False):   # as sweep.train trains
+    with torch.no_grad(), devices.cpu_threads(1, blas=False):  # as sweep.train trains
         for a in range(0, len(test), chunk):
-            ids, rel, y = test.ids[a:a + chunk], test.relevant[a:a + chunk], test.labels[a:a + chunk]
+            ids, rel, y = test.ids[a : a + chunk], test.relevant[a : a + chunk], test.labels[a : a + chunk]
             out = forward(params, ids, cfg)
-            probs = torch.softmax(out.logits, dim=-1)                          # (P, b, K)
-            rows = keep[a:a + chunk]
+            probs = torch.softmax(out.logits, dim=-1)  # (P, b, K)
+            rows = keep[a : a + chunk]
             parts.setdefault("correct", []).append((probs.argmax(-1) == y).float())
             p = out.attn
-            parts.setdefault("entropy", []).append(-(p * torch.log(p.clamp_min(1e-30))).sum(-1))   # (P, b)
+            parts.setdefault("entropy", []).append(-(p * torch.log(p.clamp_min(1e-30))).sum(-1))  # (P, b)
             parts.setdefault("attn", []).append(metrics.relevant_attention(out.attn, rel)[:, rows])
             parts.setdefault("conf", []).append(metrics.true_class_confidence(probs, y.expand(len(probs), -1))[:, rows])
             if rows.any():
-                cand = out.scores[0] > float("-inf")                           # (b, T) the keys of each row
-                eraser = metrics.aopc(lambda t, m: torch.softmax(forward(params, t[0] if t.dim() == 3 else t, cfg, m).logits, -1),
-                                      ids[rows].expand(len(probs), -1, -1), out.attn[:, rows],
-                                      cand[rows].expand(len(probs), -1, -1), k_percents)
+                cand = out.scores[0] > float("-inf")  # (b, T) the keys of each row
+                eraser = metrics.aopc(
+                    lambda t, m: torch.softmax(forward(params, t[0] if t.dim() == 3 else t, cfg, m).logits, -1),
+                    ids[rows].expand(len(probs), -1, -1),
+                    out.attn[:, rows],
+                    cand[rows].expand(len(probs), -1, -1),
+                    k_percents,
+                )
                 parts.setdefault("suff", []).append(eraser["sufficiency"])
                 parts.setdefault("comp", []).append(eraser["comprehensiveness"])
     cat = {k: torch.cat(v, -1) for k, v in parts.items()}
-    x, y = cat["attn"], cat["conf"]                                            # (P, B_rel)
+    x, y = cat["attn"], cat["conf"]  # (P, B_rel)
     sweep_t = metrics.threshold_sweep(x, y, list(tau_attns), tau_conf)
-    res = {"accuracy": cat["correct"].mean(-1), "attn_relevant": x.mean(-1), "entropy": cat["entropy"].mean(-1),
-           "ac": metrics.attention_confidence(x, tau_attn), "acmc": metrics.acmc(x, y, tau_attn, tau_conf),
-           "sufficiency": cat["suff"].mean(-1), "comprehensiveness": cat["comp"].mean(-1)}
+    res = {
+        "accuracy": cat["correct"].mean(-1),
+        "attn_relevant": x.mean(-1),
+        "entropy": cat["entropy"].mean(-1),
+        "ac": metrics.attention_confidence(x, tau_attn),
+        "acmc": metrics.acmc(x, y, tau_attn, tau_conf),
+        "sufficiency": cat["suff"].mean(-1),
+        "comprehensiveness": cat["comp"].mean(-1),
+    }
     res = {k: v.double().cpu().numpy() for k, v in res.items()}
-    res.update(ac_sweep=sweep_t["ac"].cpu().numpy(), acmc_sweep=sweep_t["acmc"].cpu().numpy(),
-               tau_attns=np.asarray(tau_attns, float), tau_attn=float(tau_attn), tau_conf=float(tau_conf),
-               attn_each=x.cpu().numpy(), conf_each=y.cpu().numpy(),
-               lr_ratio=np.asarray(result.lr_ratios), seed=np.asarray(result.seeds))
+    res.update(
+        ac_sweep=sweep_t["ac"].cpu().numpy(),
+        acmc_sweep=sweep_t["acmc"].cpu().numpy(),
+        tau_attns=np.asarray(tau_attns, float),
+        tau_attn=float(tau_attn),
+        tau_conf=float(tau_conf),
+        attn_each=x.cpu().numpy(),
+        conf_each=y.cpu().numpy(),
+        lr_ratio=np.asarray(result.lr_ratios),
+        seed=np.asarray(result.seeds),
+    )
     return res
 
 
@@ -313,7 +398,10 @@ class RealExperiment:
         """Paired change key(r_fast) − key(r_base) per seed, (n_seeds,)."""
         m = self.metrics[optimizer]
         seeds = sorted(set(m["seed"].tolist()))
-        pick = lambda r: np.array([m[key][(m["lr_ratio"] == r) & (m["seed"] == s)][0] for s in seeds])
+
+        def pick(r):
+            return np.array([m[key][(m["lr_ratio"] == r) & (m["seed"] == s)][0] for s in seeds])
+
         return pick(r_fast) - pick(r_base)
 
 
@@ -324,15 +412,31 @@ def experiment(ds: ClassificationSet, cfg) -> RealExperiment:
     train = encode(ds, "train", tok, cfg.max_len, cfg.n_train, seed=seeding.stream(SUBSET_SEED, "data"))
     held_out = "test" if "test" in ds.splits else "validation"
     test = encode(ds, held_out, tok, cfg.max_len, cfg.n_test, seed=seeding.stream(SUBSET_SEED, "eval"))
-    model = RealConfig(cfg.parametrization, len(tok), 0 if ds.task == "span" else len(ds.label_names), cfg.d_model,
-                       cfg.d_head, ds.task, init_scale=cfg.init_scale)
+    model = RealConfig(
+        cfg.parametrization,
+        len(tok),
+        0 if ds.task == "span" else len(ds.label_names),
+        cfg.d_model,
+        cfg.d_head,
+        ds.task,
+        init_scale=cfg.init_scale,
+    )
     runs, res = {}, {}
     for opt in cfg.optimizers:
         adamw = opt == "adamw"
-        runs[opt] = run(model, train, cfg.lr_ratios, cfg.seeds, optimizer=opt,
-                        lr=cfg.lr_adamw if adamw else cfg.lr_sgd, epochs=cfg.epochs_adamw if adamw else cfg.epochs_sgd,
-                        batch_size=cfg.batch_size, momentum=0.0 if adamw else cfg.momentum,
-                        weight_decay=cfg.weight_decay if adamw else 0.0, device=cfg.device,
-                        evals=1)   # training loss at the start and the end only: the pages show no curves
+        runs[opt] = run(
+            model,
+            train,
+            cfg.lr_ratios,
+            cfg.seeds,
+            optimizer=opt,
+            lr=cfg.lr_adamw if adamw else cfg.lr_sgd,
+            epochs=cfg.epochs_adamw if adamw else cfg.epochs_sgd,
+            batch_size=cfg.batch_size,
+            momentum=0.0 if adamw else cfg.momentum,
+            weight_decay=cfg.weight_decay if adamw else 0.0,
+            device=cfg.device,
+            evals=1,
+        )  # training loss at the start and the end only: the pages show no curves
         res[opt] = evaluate(runs[opt], test, tau_attn=cfg.tau_attn, tau_conf=cfg.tau_conf, tau_attns=cfg.tau_attns)
     return RealExperiment(ds, tok, train, test, runs, res)

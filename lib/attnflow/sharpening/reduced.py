@@ -13,12 +13,19 @@ Theorem 3: Ψ(b) − r Φ(a) is constant, r = η_QK/η_OV, with Φ = ∫ a/ρ_OV
 The right-hand side is written in torch (float64, numerically stable through sigmoids, so g and
 1 − p never cancel), its Jacobian comes from ``torch.func.jacfwd``, and :func:`solve` integrates
 it with ``attnflow.flow.solve`` — by default in log time τ = log(1 + t), where the slow
-logarithmic growth takes evenly sized steps up to t = 10⁶ and beyond.
+logarithmic growth takes evenly sized steps up to t = 10⁶ and beyond. :func:`solve_grid` runs a
+grid of parametrizations and ratios; the drift of Ψ − rΦ along a run (:meth:`ReducedRun.drift`,
+over a window :meth:`ReducedRun.drift_until`, relative to the solver's tolerance times the size of
+the potentials :meth:`ReducedRun.relative_drift`) measures Theorem 3, :func:`largest_drift` and
+:func:`drift_rows` read it over the grid. :func:`attention_at_loss` is the attention p when the loss
+first falls to a matched value, the reduced ODE's side of a comparison at matched loss.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 import torch
@@ -29,9 +36,19 @@ from attnflow.params import ParameterError
 from attnflow.record import Run, series
 from attnflow.sharpening.model import circuits
 
-__all__ = ["ReducedSystem", "ReducedRun", "solve", "time_grid", "HorizonError"]
+__all__ = [
+    "ReducedSystem",
+    "ReducedRun",
+    "solve",
+    "solve_grid",
+    "time_grid",
+    "HorizonError",
+    "largest_drift",
+    "drift_rows",
+    "attention_at_loss",
+]
 
-LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)      # ≈ 709.78
+LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)  # ≈ 709.78
 
 
 class HorizonError(ParameterError):
@@ -42,12 +59,12 @@ class HorizonError(ParameterError):
 class ReducedSystem:
     """One reduced system: a parametrization with its learning rates, n and K."""
 
-    parametrization: str        # CACO, CAFO, FACO, FAFO
-    lr_ratio: float = 1.0       # r = η_QK/η_OV (> 0)
-    n_compete: int = 9          # n, non-distinct positions in the softmax
-    n_classes: int = 5          # K
-    lr_ov: float = 1.0          # η_OV (time unit)
-    imbalance_ov: float = 0.0   # δ_OV = o² − v² of an unbalanced (scalar) factorized OV pair
+    parametrization: str  # CACO, CAFO, FACO, FAFO
+    lr_ratio: float = 1.0  # r = η_QK/η_OV (> 0)
+    n_compete: int = 9  # n, non-distinct positions in the softmax
+    n_classes: int = 5  # K
+    lr_ov: float = 1.0  # η_OV (time unit)
+    imbalance_ov: float = 0.0  # δ_OV = o² − v² of an unbalanced (scalar) factorized OV pair
 
     def __post_init__(self):
         circuits(self.parametrization)
@@ -92,7 +109,7 @@ class ReducedSystem:
         """(da/dt, db/dt) at y = (a, b), shape (..., 2); Proposition 2."""
         a, b = y[..., 0], y[..., 1]
         log_n = math.log(self.n_compete)
-        p = torch.sigmoid(b - log_n)                              # attention on the distinct token
+        p = torch.sigmoid(b - log_n)  # attention on the distinct token
         one_minus_p = torch.sigmoid(log_n - b)
         g = torch.sigmoid(math.log(self.n_classes - 1) - a * p)  # 1 − s without cancellation
         rho_ov = torch.sqrt(4 * a**2 + self.imbalance_ov**2) if self.factorized_ov else torch.ones_like(a)
@@ -138,8 +155,9 @@ class ReducedSystem:
         FAFO r L log L (Theorem 3 with a ≈ L and b ≈ 2 log L or log L)."""
         L = np.log(np.asarray(t, dtype=float))
         r = self.lr_ratio
-        return {"CACO": r * L**2 / 2, "CAFO": r * L / 2, "FACO": 2 * r * L**2 * np.log(L),
-                "FAFO": r * L * np.log(L)}[self.parametrization]
+        return {"CACO": r * L**2 / 2, "CAFO": r * L / 2, "FACO": 2 * r * L**2 * np.log(L), "FAFO": r * L * np.log(L)}[
+            self.parametrization
+        ]
 
     def check_horizon(self, horizon: float) -> None:
         """HorizonError when e^a or e^b would overflow float64 by t = horizon (Theorem 4 laws)."""
@@ -174,18 +192,23 @@ class ReducedRun(Run):
     probability, attention odds eᵇ/n), each (n_times,), also read as attributes."""
 
     system: ReducedSystem
-    nfev: int                   # right-hand-side evaluations
-    njev: int                   # Jacobian evaluations
+    nfev: int  # right-hand-side evaluations
+    njev: int  # Jacobian evaluations
     method: str
     log_time: bool
-    matched: float | None = None                     # s level of the matched-loss event
-    event: dict | None = field(default=None)         # t, a, b, p at the first s = matched
+    matched: float | None = None  # s level of the matched-loss event
+    event: dict | None = field(default=None)  # t, a, b, p at the first s = matched
 
     @classmethod
     def of(cls, system: ReducedSystem, t: np.ndarray, a: np.ndarray, b: np.ndarray, **fields) -> "ReducedRun":
         """The run of ``system`` through the states (a, b) at times t, its quantities computed."""
-        quantities = {"a": a, "b": b, "p": system.attention(b), "s": system.p_correct(a, b),
-                      "odds": np.exp(b) / system.n_compete}
+        quantities = {
+            "a": a,
+            "b": b,
+            "p": system.attention(b),
+            "s": system.p_correct(a, b),
+            "odds": np.exp(b) / system.n_compete,
+        }
         return cls(system=system, t=t, quantities=quantities, **fields)
 
     a = series("a", "OV scalar a(t)")
@@ -199,6 +222,25 @@ class ReducedRun(Run):
         inv = self.system.invariant(self.a, self.b)
         return float(np.max(np.abs(inv - inv[0])))
 
+    def drift_until(self, t_max: float) -> float:
+        """max |(Ψ − rΦ)(t) − (Ψ − rΦ)(0)| over the stored times t ≤ ``t_max``: the drift over a fixed
+        window (e.g. the spec's horizon 10⁵) of a run that may go further; the flow up to ``t_max``
+        does not depend on how far it goes."""
+        sel = self.t <= t_max
+        inv = self.system.invariant(self.a[sel], self.b[sel])
+        return float(np.max(np.abs(inv - inv[0])))
+
+    def potential_scale(self) -> float:
+        """S = max_t (|Ψ(b)| + r|Φ(a)|): the size of the potentials, which the solver's relative
+        error multiplies (Ψ'(b) ≈ Ψ amplifies an error in b)."""
+        s = self.system
+        return float(np.max(np.abs(s.psi(self.b)) + s.lr_ratio * np.abs(s.phi(self.a))))
+
+    def relative_drift(self) -> float:
+        """drift / (rtol · S): the drift of Ψ − rΦ in units of the solver's relative tolerance
+        (``meta["rtol"]``, the one the run was solved at) times :meth:`potential_scale`."""
+        return self.drift() / (self.meta["rtol"] * self.potential_scale())
+
     def at(self, t: float) -> dict:
         """State at a stored time (exact match required): t, a, b, p, s, odds (:meth:`row`)."""
         return self.row(t)
@@ -211,14 +253,27 @@ class ReducedRun(Run):
 
 def time_grid(horizon: float, n_times: int = 400, t_min: float = 1e-2, times=()) -> np.ndarray:
     """0, then log-spaced times from t_min to the horizon, plus any requested ``times``."""
-    grid = np.concatenate([[0.0], np.geomspace(min(t_min, horizon), horizon, max(n_times - 1, 1)),
-                           np.asarray(times, float), [horizon]])
+    grid = np.concatenate(
+        [[0.0], np.geomspace(min(t_min, horizon), horizon, max(n_times - 1, 1)), np.asarray(times, float), [horizon]]
+    )
     return np.unique(grid[grid <= horizon])
 
 
-def solve(system: ReducedSystem, horizon: float, *, a0: float = 0.1, b0: float = 0.1, n_times: int = 400,
-          times=(), t_eval=None, log_time: bool = True, matched: float | None = 0.9, method: str = "LSODA",
-          rtol: float = 1e-10, atol: float = 1e-12) -> ReducedRun:
+def solve(
+    system: ReducedSystem,
+    horizon: float,
+    *,
+    a0: float = 0.1,
+    b0: float = 0.1,
+    n_times: int = 400,
+    times=(),
+    t_eval=None,
+    log_time: bool = True,
+    matched: float | None = 0.9,
+    method: str = "LSODA",
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+) -> ReducedRun:
     """Integrate the reduced ODE from (a0, b0) to ``horizon`` (adaptive, Jacobian from autograd).
 
     Stored times: :func:`time_grid` (log-spaced, plus ``times``), or exactly ``t_eval``.
@@ -228,7 +283,9 @@ def solve(system: ReducedSystem, horizon: float, *, a0: float = 0.1, b0: float =
     if system.factorized_qk and b0 <= 0:
         raise ParameterError(f"parameter 'b0': a factorized QK circuit needs b0 > 0 (Ψ has ln b); received {b0}")
     if system.factorized_ov and not a0 > 0:
-        raise ParameterError(f"parameter 'a0': a factorized OV circuit needs a0 > 0 (a = 0 is a fixed point); received {a0}")
+        raise ParameterError(
+            f"parameter 'a0': a factorized OV circuit needs a0 > 0 (a = 0 is a fixed point); received {a0}"
+        )
     t_eval = time_grid(horizon, n_times, times=times) if t_eval is None else np.asarray(t_eval, dtype=float)
     jac_fn = torch.func.jacfwd(system.rhs_torch)
 
@@ -239,26 +296,123 @@ def solve(system: ReducedSystem, horizon: float, *, a0: float = 0.1, b0: float =
         return jac_fn(torch.from_numpy(y)).numpy()
 
     if log_time:  # τ = log(1 + t): dy/dτ = (1 + t) f(t, y)
-        f = lambda tau, y: (1.0 + math.expm1(tau)) * f_t(None, y)
-        jac = lambda tau, y: (1.0 + math.expm1(tau)) * J_t(None, y)
+
+        def f(tau, y):
+            return (1.0 + math.expm1(tau)) * f_t(None, y)
+
+        def jac(tau, y):
+            return (1.0 + math.expm1(tau)) * J_t(None, y)
+
         grid = np.log1p(t_eval)
     else:
         f, jac, grid = f_t, J_t, t_eval
     events = []
     if matched is not None:
+
         def hit(tau, y):
             return float(system.p_correct(y[0], y[1])) - matched
 
         hit.direction = 1
         events = [hit]
-    res = flow.solve(f, np.array([a0, b0], float), grid, jac=jac, method=method, rtol=rtol, atol=atol,
-                     events=events)
+    res = flow.solve(f, np.array([a0, b0], float), grid, jac=jac, method=method, rtol=rtol, atol=atol, events=events)
     t = np.expm1(res.t) if log_time else res.t
     event = None
     if events and len(res.t_events[0]):
         te, (ae, be) = res.t_events[0][0], res.y_events[0][0]
-        event = {"t": float(np.expm1(te) if log_time else te), "a": float(ae), "b": float(be),
-                 "p": float(system.attention(be)), "s": float(system.p_correct(ae, be))}
-    return ReducedRun.of(system, t, res.y[:, 0], res.y[:, 1], nfev=res.nfev, njev=res.njev, wall_s=res.wall_s,
-                         method=method, log_time=log_time, matched=matched, event=event,
-                         meta=dict(a0=a0, b0=b0, horizon=horizon, rtol=rtol, atol=atol))
+        event = {
+            "t": float(np.expm1(te) if log_time else te),
+            "a": float(ae),
+            "b": float(be),
+            "p": float(system.attention(be)),
+            "s": float(system.p_correct(ae, be)),
+        }
+    return ReducedRun.of(
+        system,
+        t,
+        res.y[:, 0],
+        res.y[:, 1],
+        nfev=res.nfev,
+        njev=res.njev,
+        wall_s=res.wall_s,
+        method=method,
+        log_time=log_time,
+        matched=matched,
+        event=event,
+        meta=dict(a0=a0, b0=b0, horizon=horizon, rtol=rtol, atol=atol),
+    )
+
+
+def solve_grid(
+    parametrizations, lr_ratios, horizon: float, *, n_compete: int = 9, n_classes: int = 5, **solve_kwargs
+) -> dict[tuple[str, float], ReducedRun]:
+    """:func:`solve` for every parametrization and every ratio r (parametrizations outer, ratios inner):
+    {(parametrization, r): ReducedRun}. ``solve_kwargs`` (a0, b0, rtol, atol, matched, times, ...) go
+    to every run."""
+    return {
+        (name, r): solve(ReducedSystem(name, r, n_compete, n_classes), horizon, **solve_kwargs)
+        for name in parametrizations
+        for r in lr_ratios
+    }
+
+
+def largest_drift(
+    runs: dict, parametrization: str | None = None, *, ratios=None, until: float | None = None, relative: bool = False
+) -> float:
+    """The largest drift of Ψ − rΦ (Theorem 3) over the runs of :func:`solve_grid` of one
+    ``parametrization`` (all runs when None), restricted to the ratios r in ``ratios`` when given
+    (NaN when none of them was run): :meth:`ReducedRun.drift`, or its value over t ≤ ``until``
+    (:meth:`ReducedRun.drift_until`), or ``relative``: :meth:`ReducedRun.relative_drift`."""
+    if relative and until is not None:
+        raise ValueError("largest_drift: a relative drift is read over the whole run (until=None)")
+    values = [
+        run.relative_drift() if relative else (run.drift() if until is None else run.drift_until(until))
+        for (name, r), run in runs.items()
+        if (parametrization is None or name == parametrization) and (ratios is None or r in ratios)
+    ]
+    return max(values, default=float("nan"))
+
+
+def drift_rows(runs: dict) -> list[dict]:
+    """One table row per run of :func:`solve_grid`: the end state, the drift of Ψ − rΦ, the drift
+    relative to rtol·S and the solver's right-hand-side evaluations."""
+    return [
+        {
+            "model": name,
+            "r": r,
+            "a(horizon)": run.a[-1],
+            "b(horizon)": run.b[-1],
+            "max |drift|": run.drift(),
+            "drift/(rtol·S)": run.relative_drift(),
+            "RHS evaluations": run.nfev,
+        }
+        for (name, r), run in runs.items()
+    ]
+
+
+def attention_at_loss(
+    lr_ratios: Mapping[str, float],
+    loss: float,
+    *,
+    n_compete: int = 9,
+    n_classes: int = 5,
+    a0: float = 0.1,
+    b0: float = 0.1,
+    horizon: float = 1e6,
+    n_times: int = 200,
+) -> dict[str, float]:
+    """The reduced ODE's attention mass p on the distinct token when the loss first falls to ``loss``
+    (correct-class probability s = e^{−loss}), for each parametrization of ``lr_ratios`` =
+    {parametrization: r} from (a0, b0): {parametrization: p}. Raises when s is not reached by
+    ``horizon``."""
+    matched = math.exp(-loss)
+    return {
+        name: solve(
+            ReducedSystem(name, lr_ratio=r, n_compete=n_compete, n_classes=n_classes),
+            horizon,
+            a0=a0,
+            b0=b0,
+            n_times=n_times,
+            matched=matched,
+        ).matched_event()["p"]
+        for name, r in lr_ratios.items()
+    }

@@ -16,6 +16,7 @@ Why not ``torch.func.vmap`` over ``functional_call``: the four parametrizations 
 parameter sets (one vmap each), and vmapping the per-sample contractions of the original
 ``einsum`` forward produced thousands of tiny matmuls — measured no faster than a Python loop.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from attnflow.sharpening.model import forward as model_forward
 
 __all__ = ["ModelSpec", "ModelStack", "Bags", "INIT_SEED_OFFSET", "INITS"]
 
-INIT_SEED_OFFSET = seeding.STREAMS["sweep_init"]   # init generator seed = data seed + offset (the sweep_init stream)
+INIT_SEED_OFFSET = seeding.STREAMS["sweep_init"]  # init generator seed = data seed + offset (the sweep_init stream)
 INITS = ("gaussian", "manifold")
 
 
@@ -40,12 +41,12 @@ INITS = ("gaussian", "manifold")
 class ModelSpec:
     """One model of a sweep."""
 
-    parametrization: str      # CACO, CAFO, FACO, FAFO
-    lr_ratio: float = 1.0     # r = η_QK/η_OV
-    seed: int = 0             # data and init seed
-    lr_ov: float = 0.1        # η_OV (η_QK = r·η_OV)
-    init_scale: float = 0.1   # "gaussian": init std = init_scale/√d; "manifold": a₀ = b₀ = init_scale
-    init: str = "gaussian"    # random Gaussian, or balanced on the (a, b) manifold (reduction.init_on_manifold)
+    parametrization: str  # CACO, CAFO, FACO, FAFO
+    lr_ratio: float = 1.0  # r = η_QK/η_OV
+    seed: int = 0  # data and init seed
+    lr_ov: float = 0.1  # η_OV (η_QK = r·η_OV)
+    init_scale: float = 0.1  # "gaussian": init std = init_scale/√d; "manifold": a₀ = b₀ = init_scale
+    init: str = "gaussian"  # random Gaussian, or balanced on the (a, b) manifold (reduction.init_on_manifold)
 
     def __post_init__(self):
         circuits(self.parametrization)
@@ -69,29 +70,43 @@ class ModelSpec:
 class ModelStack:
     """P ``SelfAttention`` models (any mix of parametrizations) with stacked parameters."""
 
-    def __init__(self, specs: Sequence[ModelSpec], task: data.Task, *, attend_self: bool = False,
-                 score_scale: float = 1.0, dtype=torch.float32, device: str = "auto",
-                 init_stream: str = "sweep_init"):
+    def __init__(
+        self,
+        specs: Sequence[ModelSpec],
+        task: data.Task,
+        *,
+        attend_self: bool = False,
+        score_scale: float = 1.0,
+        dtype=torch.float32,
+        device: str = "auto",
+        init_stream: str = "sweep_init",
+    ):
         """``init_stream``: the seeding role of a Gaussian init, drawn from
         ``generator(seeding.stream(seed, init_stream))`` (``"sweep_init"`` for the sweeps of
         ``sharpening.experiments``, ``"init"`` for the sampled mechanism runs)."""
-        seeding.stream(0, init_stream)                     # validates the role (a manifold init draws nothing)
+        seeding.stream(0, init_stream)  # validates the role (a manifold init draws nothing)
         if not specs:
             raise ParameterError("parameter 'specs': received an empty sweep; allowed: at least one model")
         self.specs, self.task, self.device = list(specs), task, devices.resolve(device)
         self.models = []
         for sp in self.specs:
-            cfg = ModelConfig(sp.parametrization, task.vocab_size, task.n_classes, attend_self=attend_self,
-                              score_scale=score_scale, dtype=dtype)
+            cfg = ModelConfig(
+                sp.parametrization,
+                task.vocab_size,
+                task.n_classes,
+                attend_self=attend_self,
+                score_scale=score_scale,
+                dtype=dtype,
+            )
             model = SelfAttention(cfg)
             if sp.init == "manifold":
                 reduction.init_on_manifold(model, task, sp.init_scale, sp.init_scale)
             else:
                 gen = seeding.generator(seeding.stream(sp.seed, init_stream))
-                model.init_gaussian(sp.init_scale / cfg.d ** 0.5, gen)
+                model.init_gaussian(sp.init_scale / cfg.d**0.5, gen)
             self.models.append(model)
         self.cfg = self.models[0].cfg
-        self.emb = self.models[0].emb.to(self.device)                           # (V, d)
+        self.emb = self.models[0].emb.to(self.device)  # (V, d)
         self.tensors: dict[str, sweep.Stacked] = {}
         order = []
         for name in PARAMETRIZATIONS:
@@ -103,10 +118,11 @@ class ModelStack:
                 value = torch.stack([dict(self.models[i].named_parameters())[pname].detach() for i in idx])
                 qk = pname in self.models[idx[0]].qk_names
                 rates = [self.specs[i].lr_qk if qk else self.specs[i].lr_ov for i in idx]
-                lr = torch.tensor(rates, dtype=torch.float64)            # float64: torch's Adam bits (sweep.Stacked.lr)
-                self.tensors[f"{name}.{pname}"] = sweep.Stacked(value.to(self.device), torch.tensor(idx, device=self.device),
-                                                                lr.to(self.device))
-        self.inverse = torch.argsort(torch.tensor(order)).to(self.device)     # group order -> sweep order
+                lr = torch.tensor(rates, dtype=torch.float64)  # float64: torch's Adam bits (sweep.Stacked.lr)
+                self.tensors[f"{name}.{pname}"] = sweep.Stacked(
+                    value.to(self.device), torch.tensor(idx, device=self.device), lr.to(self.device)
+                )
+        self.inverse = torch.argsort(torch.tensor(order)).to(self.device)  # group order -> sweep order
 
     @property
     def labels(self) -> list[str]:
@@ -121,24 +137,36 @@ class ModelStack:
         for name in PARAMETRIZATIONS:
             group = {n.split(".", 1)[1]: v for n, v in params.items() if n.startswith(name + ".")}
             if group:
-                W_qk, W_ov = effective_circuits(group)                         # (P_g, d, d), (P_g, K, d)
+                W_qk, W_ov = effective_circuits(group)  # (P_g, d, d), (P_g, K, d)
                 qk.append(W_qk)
                 ov.append(W_ov)
         return torch.cat(qk)[self.inverse], torch.cat(ov)[self.inverse]
 
-    def forward(self, params: Mapping[str, torch.Tensor], tokens: torch.Tensor,
-                keep_mask: torch.Tensor | None = None, models: torch.Tensor | None = None) -> Output:
+    def forward(
+        self,
+        params: Mapping[str, torch.Tensor],
+        tokens: torch.Tensor,
+        keep_mask: torch.Tensor | None = None,
+        models: torch.Tensor | None = None,
+    ) -> Output:
         """Logits, attention and scores of every model on its own tokens (P, B, T).
 
         ``keep_mask`` (P, B, T) bool removes tokens (False) from the softmax: for a model without
         positional encoding this *is* deleting them (ERASER's x∖r and r). ``models`` (P_a,) picks
         a subset of the models (then ``tokens`` holds the subset's tokens).
         """
-        W_qk, W_ov = self.effective(params)                                     # (P, d, d), (P, K, d)
+        W_qk, W_ov = self.effective(params)  # (P, d, d), (P, K, d)
         if models is not None:
-            W_qk, W_ov = W_qk[models], W_ov[models]                             # (P_a, d, d), (P_a, K, d)
-        return model_forward(self.emb, W_qk, W_ov, tokens, score_scale=self.cfg.score_scale,
-                             attend_self=self.cfg.attend_self, keep_mask=keep_mask)
+            W_qk, W_ov = W_qk[models], W_ov[models]  # (P_a, d, d), (P_a, K, d)
+        return model_forward(
+            self.emb,
+            W_qk,
+            W_ov,
+            tokens,
+            score_scale=self.cfg.score_scale,
+            attend_self=self.cfg.attend_self,
+            keep_mask=keep_mask,
+        )
 
     def bag_forward(self, params: Mapping[str, torch.Tensor], bags: "Bags", models: torch.Tensor | None = None):
         """Training path: logits (P, K, B) *class-major* and relevant attention (P, B).
@@ -149,20 +177,20 @@ class ModelStack:
         the forward is one batched matmul, [e^s ⊙ O | e^s]ᵀ @ C: z_b = (Σ_v C_vb e^{s_v} O_v)/Z_b.
         Exact; falls back to the per-position path if some Z_b underflows.
         """
-        W_qk, W_ov = self.effective(params)                                     # (P, d, d), (P, K, d)
+        W_qk, W_ov = self.effective(params)  # (P, d, d), (P, K, d)
         if models is not None:
             W_qk, W_ov = W_qk[models], W_ov[models]
-        s = self.cfg.score_scale * (self.emb[bags.query] @ W_qk @ self.emb.T)   # (P, V) scores from q
-        weight = torch.exp(s - s.amax(-1, keepdim=True))                        # (P, V), ≤ 1
-        O_T = W_ov @ self.emb.T                                                 # (P, K, V) token logits
+        s = self.cfg.score_scale * (self.emb[bags.query] @ W_qk @ self.emb.T)  # (P, V) scores from q
+        weight = torch.exp(s - s.amax(-1, keepdim=True))  # (P, V), ≤ 1
+        O_T = W_ov @ self.emb.T  # (P, K, V) token logits
         M_T = torch.cat([weight[:, None, :] * O_T, weight[:, None, :]], dim=1)  # (P, K + 1, V)
-        R = M_T @ bags.counts                                                   # (P, K + 1, B)
-        Z = R[:, -1]                                                            # (P, B) partition function
+        R = M_T @ bags.counts  # (P, K + 1, B)
+        Z = R[:, -1]  # (P, B) partition function
         if bool((Z <= torch.finfo(Z.dtype).tiny).any()):
             out = self.forward(params, bags.tokens, models=models)
             return out.logits.transpose(1, 2), metrics.relevant_attention(out.attn, bags.relevant_mask)
         with torch.no_grad():
-            relevant = (weight[:, None, :] @ bags.relevant_counts).squeeze(1) / Z   # (P, B)
+            relevant = (weight[:, None, :] @ bags.relevant_counts).squeeze(1) / Z  # (P, B)
         return R[:, :-1] / Z[:, None], relevant
 
     def model(self, i: int, params: Mapping[str, torch.Tensor] | None = None) -> SelfAttention:
@@ -178,28 +206,35 @@ class ModelStack:
 class Bags:
     """Datasets as token counts (the bag-of-tokens view of a model without positions)."""
 
-    tokens: torch.Tensor           # (P, B, T) the sequences (fallback path)
-    relevant_mask: torch.Tensor    # (P, B, T)
-    counts: torch.Tensor           # (P, V, B) float: how often each token is attended to (query excluded)
+    tokens: torch.Tensor  # (P, B, T) the sequences (fallback path)
+    relevant_mask: torch.Tensor  # (P, B, T)
+    counts: torch.Tensor  # (P, V, B) float: how often each token is attended to (query excluded)
     relevant_counts: torch.Tensor  # (P, V, B) float: the same, at relevant positions only
-    query: int                     # the query token shared by every row
+    query: int  # the query token shared by every row
 
     @classmethod
     def of(cls, batch: data.Batch, vocab_size: int, attend_self: bool, dtype) -> "Bags":
         query = batch.tokens[..., -1]
         if not bool((query == query.reshape(-1)[0]).all()):
             raise ParameterError("the bag-of-tokens path needs one query token shared by every sequence")
-        keys = batch.tokens if attend_self else batch.tokens[..., :-1]         # (P, B, T') attended positions
-        rel = batch.relevant_mask[..., : keys.shape[-1]].to(dtype)             # (P, B, T')
-        zeros = torch.zeros(*keys.shape[:-1], vocab_size, dtype=dtype, device=keys.device)     # (P, B, V)
+        keys = batch.tokens if attend_self else batch.tokens[..., :-1]  # (P, B, T') attended positions
+        rel = batch.relevant_mask[..., : keys.shape[-1]].to(dtype)  # (P, B, T')
+        zeros = torch.zeros(*keys.shape[:-1], vocab_size, dtype=dtype, device=keys.device)  # (P, B, V)
         counts = zeros.scatter_add(-1, keys, torch.ones_like(rel)).transpose(1, 2).contiguous()  # (P, V, B)
-        relevant = zeros.scatter_add(-1, keys, rel).transpose(1, 2).contiguous()               # (P, V, B)
+        relevant = zeros.scatter_add(-1, keys, rel).transpose(1, 2).contiguous()  # (P, V, B)
         return cls(batch.tokens, batch.relevant_mask, counts, relevant, int(query.reshape(-1)[0]))
 
     def rows(self, models: torch.Tensor, index: torch.Tensor | None) -> "Bags":
         """The rows of models ``models`` (P_a,), restricted to the samples ``index`` if given."""
+
         def pick(x: torch.Tensor, sample_dim: int) -> torch.Tensor:
-            x = x if index is None else x.index_select(sample_dim, index)      # samples first: small copy
+            x = x if index is None else x.index_select(sample_dim, index)  # samples first: small copy
             return x.index_select(0, models)
-        return Bags(pick(self.tokens, 1), pick(self.relevant_mask, 1), pick(self.counts, 2),
-                    pick(self.relevant_counts, 2), self.query)
+
+        return Bags(
+            pick(self.tokens, 1),
+            pick(self.relevant_mask, 1),
+            pick(self.counts, 2),
+            pick(self.relevant_counts, 2),
+            self.query,
+        )

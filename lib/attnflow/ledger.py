@@ -1,0 +1,100 @@
+"""Reading the claims ledger: one row per claim id (its verdict mix, how often it was inside its
+domain, which statistic decided it), in book order, from the page records the claims module writes.
+
+Used by the book's ledger page and by ``scripts/compare_ledger.py``-style reports; it imports no
+Sphinx, so a reader of a downloaded notebook can summarise ``claims.records()`` the same way::
+
+    from attnflow import claims, ledger
+    ledger.summary([{"page": "mine", "claims": claims.records()}])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from attnflow.claims import MARKS, VERDICTS, registry
+
+WORDS = {
+    "pass": "pass",
+    "fail": "fail",
+    "disagrees": "not reproduced (errata)",
+    "outside": "outside domain",
+    "inconclusive": "inconclusive",
+    "contradicted": "contradicted",
+}
+
+
+def mark(verdict: str) -> str:
+    """The ledger's mark and word for a verdict, e.g. ``"◐ inconclusive"``."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}; known: {', '.join(VERDICTS)}")
+    return f"{MARKS[verdict]} {WORDS[verdict]}"
+
+
+def statistic(record: dict[str, Any]) -> str:
+    """Which statistic decided a record: a point check, the mean over seeds (t interval) or a share
+    of seeds (Wilson bound) — read from the fields ``check_mean`` / ``check_share`` record."""
+    if "k_seeds" in record:
+        return "share of seeds (Wilson)"
+    if "interval" in record or "n_seeds" in record:
+        return "mean over seeds (t)"
+    return "point check"
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One claim id across the pages of a build."""
+
+    claim_id: str
+    statement: str
+    pages: tuple[str, ...]
+    counts: dict[str, int]
+    statistics: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def inside(self) -> float:
+        """Share of this claim's checks that were inside their domain (measured at all)."""
+        return (self.n - self.counts.get("outside", 0)) / self.n if self.n else 0.0
+
+    @property
+    def mix(self) -> str:
+        """``"3 ✔ · 1 ○"``: the verdicts in the order of :data:`VERDICTS`, zeros left out."""
+        return " · ".join(f"{self.counts[v]} {MARKS[v]}" for v in VERDICTS if self.counts.get(v))
+
+
+def _order_key(claim_id: str, known: Sequence[str]) -> tuple:
+    return (known.index(claim_id), "") if claim_id in known else (len(known), claim_id)
+
+
+def summary(pages: Iterable[dict[str, Any]]) -> list[ClaimRow]:
+    """One :class:`ClaimRow` per claim id over the page records (``{"page": ..., "claims": [...]}``),
+    in the order of the claims registry (the papers' numbering: A1…, B1…)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for p in pages:
+        for r in p["claims"]:
+            row = by_id.setdefault(
+                r["id"], {"pages": [], "counts": Counter(), "stats": [], "statement": r.get("statement", "")}
+            )
+            if p["page"] not in row["pages"]:
+                row["pages"].append(p["page"])
+            row["counts"][r["verdict"]] += 1
+            s = statistic(r)
+            if s not in row["stats"]:
+                row["stats"].append(s)
+    known = list(registry())
+    return [
+        ClaimRow(cid, v["statement"], tuple(v["pages"]), dict(v["counts"]), tuple(v["stats"]))
+        for cid, v in sorted(by_id.items(), key=lambda kv: _order_key(kv[0], known))
+    ]
+
+
+def totals(pages: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Verdict counts over every record (all of :data:`VERDICTS`, zeros included)."""
+    c = Counter(r["verdict"] for p in pages for r in p["claims"])
+    return {v: c.get(v, 0) for v in VERDICTS}

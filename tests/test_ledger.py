@@ -1,0 +1,51 @@
+"""The ledger summary: one row per claim id, in the papers' order, with every verdict kind
+(inconclusive and contradicted included) shown as itself, never as a failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnflow import ledger
+
+
+def rec(cid, verdict, **extra):
+    return {"id": cid, "verdict": verdict, "statement": f"statement {cid}", "tolerance": "", **extra}
+
+
+PAGES = [
+    {"page": "sharpening/b", "claims": [rec("A7", "pass", interval=[0.1, 0.2], n_seeds=3), rec("A2", "outside")]},
+    {
+        "page": "sharpening/a",
+        "claims": [
+            rec("A2", "pass"),
+            rec("A2", "pass"),
+            rec("A9", "inconclusive", interval=[-0.1, 0.2], n_seeds=3),
+            rec("A9", "contradicted", interval=[-0.3, -0.1], n_seeds=3),
+        ],
+    },
+    {"page": "focus_dilution/c", "claims": [rec("B1", "pass", k_seeds=3, n_seeds=3, interval=[0.37, 1.0])]},
+]
+
+
+def test_one_row_per_claim_in_the_papers_order():
+    rows = ledger.summary(PAGES)
+    assert [r.claim_id for r in rows] == ["A2", "A7", "A9", "B1"]
+    a2 = rows[0]
+    assert a2.counts == {"outside": 1, "pass": 2} and a2.n == 3 and a2.inside == pytest.approx(2 / 3)
+    assert a2.pages == ("sharpening/b", "sharpening/a") and a2.mix == "2 ✔ · 1 ○"
+    assert rows[1].statistics == ("mean over seeds (t)",) and rows[3].statistics == ("share of seeds (Wilson)",)
+    assert rows[2].mix == "1 ◐ · 1 ⨯" and rows[2].inside == 1.0
+
+
+def test_every_verdict_has_its_own_mark_and_word():
+    assert ledger.mark("inconclusive") == "◐ inconclusive"
+    assert ledger.mark("contradicted") == "⨯ contradicted"
+    assert ledger.mark("disagrees").startswith("≠")
+    assert len({ledger.mark(v) for v in ledger.VERDICTS}) == len(ledger.VERDICTS)
+    with pytest.raises(ValueError, match="unknown verdict"):
+        ledger.mark("maybe")
+
+
+def test_totals_count_every_kind():
+    t = ledger.totals(PAGES)
+    assert t["pass"] == 4 and t["inconclusive"] == 1 and t["contradicted"] == 1 and t["fail"] == 0
