@@ -26,6 +26,23 @@ os.environ.setdefault("ATTNFLOW_QUIET", "1")
 
 import pytest  # noqa: E402
 
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker gets its share of the cores for torch, BLAS and the page
+    kernels it starts (``OMP_NUM_THREADS`` is inherited): two workers with two threads each on two
+    cores oversubscribe them, and OpenMP's spinning threads then slow small models many times over
+    (the book's own policy, one core per page: attnflow.parallel.page_process)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return
+    threads = str(max(1, (os.cpu_count() or 1) // int(workers)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, threads)
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
 FAST_TIER = "not tier2"  # the -m expression of `make test` (tests/test_tiers.py reads the Makefile)
 
 

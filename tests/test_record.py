@@ -42,6 +42,8 @@ NOT_RUNS = {
     "RealExperiment": "sharpening.realdata: one RealRun (a record.Run) per optimizer with the test metrics",
     "PlateauRun": "focus_dilution.runs: one FlowRun (a record.Run) through condensation and the θ_c¹ plateau "
     "with the rates fitted on it",
+    "FlowState": "focus_dilution.measure: a flow's state at one stored time (‖∇L‖, λ_min, σ₂, L), read off a "
+    "FlowRun; not a trajectory",
 }
 
 
