@@ -15,7 +15,6 @@
 - ``realdata``    the model on real data (learned embeddings), its sweeps and test metrics (spec §7.2–7.3)
 - ``realreport``  what the three real-data pages show and check (``PAGES``: claim and thresholds per dataset)
 - ``figures``     figure functions of the pages, each taking run records
-- ``reports``     one page report per theory and experiment page
 - ``contracts``   every page's parameter contract
 - ``targets``     every spec number a page or test compares with
 """

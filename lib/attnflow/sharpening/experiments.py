@@ -16,13 +16,15 @@ also deletes tokens for ERASER's sufficiency and comprehensiveness (``attnflow.s
 :func:`evaluate_by_ratio` arranges a sweep over r at one loss level as (n_ratios, n_seeds) arrays
 (:class:`ByRatio`: paired changes from r = 1 to r_max, seed means), the ratio sweep's comparisons;
 :func:`by_parametrization` arranges the parametrizations at matched loss as (n_parametrizations, n_seeds)
-arrays (:class:`ByParametrization`: spread, lead and lag of one parametrization over the others).
+arrays, or (n_parametrizations, *grid, n_seeds) over spec fields such as init scale × η_OV
+(:class:`ByParametrization`: spread, lead and lag of one parametrization over the others, values at a grid point).
 The page schemas are in ``sharpening.contracts``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -216,7 +218,7 @@ def evaluate(
     """Per-model metrics (P,) on the test set at the trained (matched-loss) parameters — or at the
     checkpoint of loss ``level``: relevant attention, accuracy, fraction whose top-attention token
     is relevant, AC, ACMC, AOPC sufficiency and comprehensiveness — plus the per-instance relevant
-    attention and true-class confidence (P, B) for DTAP heatmaps."""
+    attention, true-class confidence and correctness (P, B) for DTAP heatmaps."""
     batch = exp.test if split == "test" else exp.train
     params = exp.run.params if level is None else exp.run.checkpoints[float(level)]["params"]
     with torch.no_grad():
@@ -243,6 +245,7 @@ def evaluate(
     }
     res = {k: v.cpu().double().numpy() for k, v in res.items()}
     res["attn_relevant_each"], res["confidence_each"] = attn_rel.cpu().numpy(), conf.cpu().numpy()
+    res["correct_each"] = (probs.argmax(-1) == batch.targets).cpu().numpy()  # (P, B) bool
     return res
 
 
@@ -348,12 +351,16 @@ class ByParametrization:
     """Per-seed values of a sweep over parametrizations at matched loss: ``values[metric]`` is
     (n_parametrizations, n_seeds), row k the models of ``names[k]``, column j those of seed ``seeds[j]``
     (:data:`MATCHED_METRICS`: attention mass on the distinct token at the stop, its GD step, the training
-    loss there, and the held-out attention mass and accuracy). The models of one column share their data,
-    so a difference along a column is paired. A parametrization that was not trained reads as NaN."""
+    loss there, and the held-out attention mass and accuracy; also ``reached``, ``diverged`` and every
+    held-out metric as ``test_<name>``). The models of one column share their data, so a difference along
+    a column is paired. A parametrization that was not trained reads as NaN. On a grid (``levels``: spec
+    field -> its sorted values) every array has one axis per field between the two: (n_parametrizations,
+    *grid, n_seeds); :meth:`lead`, :meth:`lag` and :meth:`of` then keep the grid axes."""
 
     names: list[str]
     seeds: list[int]
     values: dict[str, np.ndarray]
+    levels: dict[str, list[float]] = field(default_factory=dict)
 
     def __getitem__(self, metric: str) -> np.ndarray:
         return self.values[metric]
@@ -363,6 +370,13 @@ class ByParametrization:
         if name not in self.names:
             return np.array([np.nan])
         return self.values[metric][self.names.index(name)]
+
+    def at(self, name: str, metric: str = "attn_relevant", **point) -> np.ndarray:
+        """(n_seeds,) the metric of ``name`` at one grid point (``init_scale=1.0, lr_ov=0.1``); [NaN] when
+        ``name`` was not trained or the point is not on the grid."""
+        if name not in self.names or any(point.get(k) not in v for k, v in self.levels.items()):
+            return np.array([np.nan])
+        return self.of(name, metric)[tuple(v.index(point[k]) for k, v in self.levels.items())]
 
     def mean(self, name: str, metric: str = "attn_relevant") -> float:
         """Seed mean of the metric of ``name`` (NaN when it was not trained)."""
@@ -420,21 +434,28 @@ class ByParametrization:
 
 
 def by_parametrization(
-    exp: Experiment, held_out: Mapping[str, np.ndarray], init: str = "gaussian"
+    exp: Experiment, held_out: Mapping[str, np.ndarray], init: str = "gaussian", axes: Sequence[str] = (), **match
 ) -> ByParametrization:
-    """The models of ``exp`` with initialization ``init``, arranged by parametrization (in sweep order) and
-    seed (:class:`ByParametrization`): the training statistics at each model's stop (the matched loss) and
-    the held-out metrics ``held_out`` of :func:`evaluate`. Every parametrization needs the same seeds."""
-    names = list(dict.fromkeys(sp.parametrization for sp in exp.specs if sp.init == init))
-    rows = [exp.select(parametrization=n, init=init) for n in names]  # (n_parametrizations,) of (n_seeds,)
-    seeds = [exp.specs[i].seed for i in rows[0]] if rows else []
-    if any([exp.specs[i].seed for i in r] != seeds for r in rows):
-        raise ValueError(f"by_parametrization: every parametrization needs the seeds {seeds}")
+    """The models of ``exp`` with initialization ``init`` (and the spec fields ``match``, e.g. ``lr_ratio=1.0``),
+    arranged by parametrization (in sweep order), by the sorted values of each spec field of ``axes`` (a grid,
+    e.g. ``("init_scale", "lr_ov")``) and by seed (:class:`ByParametrization`): the training statistics at each
+    model's stop (the matched loss) and the held-out metrics ``held_out`` of :func:`evaluate`. Every
+    parametrization and grid point needs the same seeds."""
+    chosen = [sp for sp in exp.specs if sp.init == init and all(getattr(sp, k) == v for k, v in match.items())]
+    names = list(dict.fromkeys(sp.parametrization for sp in chosen))
+    levels = {a: sorted({getattr(sp, a) for sp in chosen}) for a in axes}
+    points = list(itertools.product(*levels.values()))  # [()] without axes
+    rows = [[exp.select(parametrization=n, init=init, **match, **dict(zip(axes, pt))) for pt in points] for n in names]
+    seeds = [exp.specs[i].seed for i in rows[0][0]] if rows else []
+    if any([exp.specs[i].seed for i in ix] != seeds for r in rows for ix in r):
+        raise ValueError(f"by_parametrization: every parametrization and grid point needs the seeds {seeds}")
+    index = np.array(rows, dtype=int).reshape(len(names), *(len(v) for v in levels.values()), len(seeds))
     per_model = {
         "attn_relevant": exp.stats_final["attn_relevant"],
         "steps": exp.stopped_at.astype(float),
         "loss_final": exp.loss_final,
-        "test_attn_relevant": held_out["attn_relevant"],
-        "test_accuracy": held_out["accuracy"],
-    }  # (P,) each
-    return ByParametrization(names, seeds, {m: np.stack([v[i] for i in rows]) for m, v in per_model.items()})
+        "reached": exp.reached,
+        "diverged": exp.diverged,
+        **{f"test_{k}": np.asarray(v) for k, v in held_out.items()},
+    }  # (P,) or (P, B) each
+    return ByParametrization(names, seeds, {m: v[index] for m, v in per_model.items()}, levels)

@@ -23,6 +23,8 @@ __all__ = [
     "attention_at_matched_loss",
     "dtap_grid",
     "ac_over_threshold",
+    "criteria_grid",
+    "attention_histograms",
 ]
 
 
@@ -414,4 +416,62 @@ def ac_over_threshold(models: Mapping, ratios):
             ylim=(-0.03, 1.03),
         )
         a.legend(fontsize="small", loc="lower left")
+    return fig
+
+
+def criteria_grid(held: Mapping, criteria: Mapping, fast, fast_ratio: float, fafo_minus_caco, scales, steps):
+    """A grid of init scales (rows) × GD steps (columns): how many of the per-cell ``criteria`` ({letter:
+    words}) hold (``held`` = {letter: (n_scales, n_steps) bool}; the letters of those that fail are written
+    in the cell), the seed-mean attention of FAFO at r = ``fast_ratio`` (``fast``) and FAFO − CACO at r = 1."""
+    import seaborn as sns  # only the heatmap pages pay for seaborn's import
+
+    fig, axes = plotting.subplots(1, 3, width=3.6, height=3.2)
+    axes = axes[0]
+    failed = np.array(
+        [
+            ["".join(k for k in criteria if not held[k][i, j]) or "✓" for j in range(len(steps))]
+            for i in range(len(scales))
+        ]
+    )
+    kw = dict(xticklabels=[f"{lr:g}" for lr in steps], yticklabels=[f"{s:g}" for s in scales], cbar=False, square=True)
+    count = sum(np.asarray(held[k], dtype=int) for k in criteria)
+    sns.heatmap(count, ax=axes[0], annot=failed, fmt="", cmap="RdYlGn", vmin=0, vmax=len(criteria), **kw)
+    axes[0].set_title("claims holding (letters: failed)")
+    sns.heatmap(fast, ax=axes[1], annot=True, fmt=".2f", cmap="mako", vmin=0.5, vmax=1.0, **kw)
+    axes[1].set_title(f"FAFO at r = {fast_ratio:g}: attention at L*")
+    lim = float(np.nanmax(np.abs(fafo_minus_caco))) or 1.0
+    sns.heatmap(fafo_minus_caco, ax=axes[2], annot=True, fmt="+.2f", cmap="vlag", vmin=-lim, vmax=lim, **kw)
+    axes[2].set_title("FAFO − CACO at r = 1 (Q2)")
+    for ax in axes:
+        ax.grid(False)
+        ax.set(xlabel=r"GD step $\eta_{OV}$", ylabel=r"init std $\times\sqrt{d}$")
+    fig.suptitle("  ".join(f"{k}: {v}" for k, v in criteria.items()), y=1.05, fontsize="small")
+    return fig
+
+
+def attention_histograms(models: Mapping, scales, lr_ov: float):
+    """Held-out attention on the distinct token, one panel per init scale of ``scales`` at GD step ``lr_ov``:
+    ``models`` = {(label, colour): (experiments.ByParametrization on the (init_scale, lr_ov) grid, the name of
+    its parametrization to show)}; the legend gives the share of sequences that look elsewhere
+    (largest attention weight on a common token)."""
+    fig, axes = plotting.subplots(1, len(scales), width=3.6, height=3.0)
+    for ax, s in zip(axes[0], scales):
+        for (label, color), (res, name) in models.items():
+            mass = res.at(name, "test_attn_relevant_each", init_scale=s, lr_ov=lr_ov)
+            elsewhere = 1 - res.at(name, "test_top1_relevant", init_scale=s, lr_ov=lr_ov).mean()
+            ax.hist(
+                np.ravel(mass),
+                bins=np.linspace(0, 1, 41),
+                histtype="step",
+                lw=1.6,
+                color=color,
+                label=f"{label}: {100 * elsewhere:.1f}% look elsewhere",
+            )
+        ax.set(
+            yscale="log",
+            xlabel="attention on the distinct token",
+            ylabel="held-out sequences",
+            title=f"init std {s:g}/√d, GD step {lr_ov:g}",
+        )
+        ax.legend(fontsize="x-small", loc="upper left")
     return fig
