@@ -12,8 +12,8 @@
 - ``stack``       P models with stacked parameters, one batched forward (``ModelStack``, ``ModelSpec``)
 - ``metrics``     attention-interpretability metrics: relevant attention, confidence, DTAP, AC/ACMC, ERASER
 - ``experiments`` synthetic sweeps: build, train together (``attnflow.sweep``), evaluate (spec §7.1, §8.2)
-- ``realdata``    the model on real data (learned embeddings), its sweeps and test metrics (spec §7.2–7.3)
-- ``realreport``  what the three real-data pages show and check (``PAGES``: claim and thresholds per dataset)
+- ``realdata``    the model on real data (learned embeddings), its sweeps, test metrics and paired changes
+                  over r (spec §7.2–7.3)
 - ``figures``     figure functions of the pages, each taking run records
 - ``contracts``   every page's parameter contract
 - ``targets``     every spec number a page or test compares with

@@ -25,6 +25,8 @@ __all__ = [
     "ac_over_threshold",
     "criteria_grid",
     "attention_histograms",
+    "real_data_metrics",
+    "real_data_dtap",
 ]
 
 
@@ -416,6 +418,55 @@ def ac_over_threshold(models: Mapping, ratios):
             ylim=(-0.03, 1.03),
         )
         a.legend(fontsize="small", loc="lower left")
+    return fig
+
+
+def real_data_metrics(ex):
+    """AC and ACMC over the threshold τ_a (Q3), attention entropy and accuracy over r of a
+    ``realdata.RealExperiment``: seed means (lines; AdamW solid, SGD dashed) and single seeds (dots)."""
+    ratios = sorted({float(r) for m in ex.metrics.values() for r in m["lr_ratio"]})
+    colors = dict(zip(ratios, plotting.PALETTE))
+    fig, grid = plotting.subplots(2, 2, width=4.0, height=2.9)
+    axes = grid.reshape(1, 4)  # panels in reading order
+    for opt, m in ex.metrics.items():
+        ls = "-" if opt == "adamw" else "--"
+        for r in ratios:
+            sel = m["lr_ratio"] == r
+            mean_ac = m["ac_sweep"][:, sel].mean(1)
+            axes[0, 0].plot(m["tau_attns"], mean_ac, ls, marker="o", color=colors[r], label=f"{opt}, r = {r:g}")
+            axes[0, 1].plot(m["tau_attns"], m["acmc_sweep"][:, sel].mean(1), ls, marker="o", color=colors[r])
+        for ax, key in zip(axes[0, 2:], ["entropy", "accuracy"]):
+            ax.plot(ratios, [ex.seed_mean(opt, key, r) for r in ratios], ls, marker="o", color="0.3", label=opt)
+            for r in ratios:
+                sel = m["lr_ratio"] == r
+                ax.scatter(m["lr_ratio"][sel], m[key][sel], s=12, color=colors[r], zorder=3)
+    tau_conf = next(iter(ex.metrics.values()))["tau_conf"]
+    ratio = r"$r=\eta_{QK}/\eta_{OV}$"
+    axes[0, 0].set(xlabel=r"$\tau_a$", ylabel="AC", title="AC over the threshold")
+    axes[0, 1].set(xlabel=r"$\tau_a$", ylabel=f"ACMC (τ_c = {tau_conf:g})", title="ACMC over the threshold")
+    axes[0, 2].set(xscale="log", xlabel=ratio, ylabel="nats", title="attention entropy")
+    axes[0, 3].set(xscale="log", xlabel=ratio, ylabel="test accuracy", title="accuracy")
+    axes[0, 0].legend(fontsize="x-small", handlelength=3.2, frameon=True, framealpha=0.9)  # long handles: dashes
+    axes[0, 2].legend(fontsize="small", handlelength=3.2, frameon=True, framealpha=0.9)
+    fig.suptitle(f"{ex.title}: means over seeds (dots: single seeds)", y=1.03)
+    return fig
+
+
+def real_data_dtap(ex, relevant: str, unit: str):
+    """DTAP heatmaps (spec §7.3) of a ``realdata.RealExperiment``, first optimizer and seed, at r = 1
+    and r_max: x = attention on the ``relevant`` tokens, y = true-class probability, colour = fraction
+    of the test ``unit`` (e.g. "questions")."""
+    opt, m = next(iter(ex.metrics.items()))
+    seed = int(m["seed"][0])
+    fig, axes = plotting.subplots(1, 2, width=3.4, height=3.1)
+    for ax, r in zip(axes[0], [1.0, ex.r_max]):
+        model = np.flatnonzero((m["lr_ratio"] == r) & (m["seed"] == seed))[0]
+        H, _, _ = np.histogram2d(m["conf_each"][model], m["attn_each"][model], bins=10, range=[[0, 1], [0, 1]])
+        image = ax.imshow(H / max(H.sum(), 1), origin="lower", extent=[0, 1, 0, 1], cmap="viridis", vmin=0)
+        ax.grid(False)
+        ax.set(xlabel=f"attention on {relevant}", ylabel="true-class probability", title=f"{opt}, r = {r:g}")
+    fig.colorbar(image, ax=axes[0, -1], label=f"fraction of test {unit}")
+    fig.suptitle(f"DTAP heatmaps, seed {seed}", y=1.03)
     return fig
 
 

@@ -20,8 +20,9 @@ it deletes the token from the evidence, while the answer candidates stay all pas
 
 Parameters carry a leading model axis P: one function serves one model and a stacked sweep
 (``attnflow.sweep``). η_QK = r·η_OV on W_QK (or W_Q, W_K); η_OV on W_OV (or W_O, W_V) and on E.
-The page schemas are in ``sharpening.contracts``; what the three dataset pages show and check (tables,
-glued numbers, figures, claim checks) is in ``sharpening.realreport``.
+The page schemas are in ``sharpening.contracts``; the three dataset pages build the splits
+(:func:`splits`), train (:func:`run`), evaluate (:func:`evaluate`) and compare the models paired by
+seed (:class:`RealExperiment`); their figures are in ``sharpening.figures``.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ __all__ = [
     "RealRun",
     "run",
     "evaluate",
+    "splits",
+    "data_rows",
     "RealExperiment",
-    "experiment",
+    "SHORT",
+    "signed",
     "TITLES",
     "PAD",
     "SEP",
@@ -60,9 +64,17 @@ __all__ = [
 
 PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
 DATASETS = ("squad", "hatexplain", "sva")
-LOWERCASE = {"squad": False, "hatexplain": True, "sva": True}  # SQuAD keeps case: answers are names
 TITLES = {"squad": "SQuAD", "hatexplain": "HateXplain", "sva": "SVA"}
 SUBSET_SEED = 0  # fixed random subsets: training rows from its data stream, held-out rows from its eval stream
+SHORT = {
+    "entropy": "ent",
+    "ac": "ac",
+    "acmc": "acmc",
+    "accuracy": "acc",
+    "attn_relevant": "rel",
+    "sufficiency": "suff",
+    "comprehensiveness": "comp",
+}  # test metric -> its short name in glue keys (RealExperiment.seed_means)
 
 
 @dataclass(frozen=True)
@@ -207,6 +219,15 @@ class RealRun(sweep.SweepRun):
     def record(self) -> sweep.SweepRun:
         """The sweep record: the run itself (``result.record.loss_final`` …)."""
         return self
+
+    def describe(self) -> str:
+        """One line: models, steps, wall time and the final training loss (seed mean) at each r."""
+        ratios, loss = np.asarray(self.lr_ratios), np.asarray(self.loss_final)  # (P,), (P,)
+        final = ", ".join(f"r = {r:g}: {loss[ratios == r].mean():.3f}" for r in sorted(set(self.lr_ratios)))
+        return (
+            f"{self.optimizer}: {len(ratios)} models, {self.steps_run} steps, {self.wall_s:.1f} s; "
+            f"final training loss (seed mean) {final}"
+        )
 
 
 def run(
@@ -390,6 +411,12 @@ class RealExperiment:
         return TITLES.get(self.dataset.name, self.dataset.name) + (" stand-in" if self.dataset.standin else "")
 
     @property
+    def title(self) -> str:
+        """How figure titles name the data: "SQuAD (stand-in)", or "SQuAD (real data)"."""
+        real = "stand-in" if self.dataset.standin else "real data"
+        return f"{TITLES.get(self.dataset.name, self.dataset.name)} ({real})"
+
+    @property
     def r_max(self) -> float:
         """The fastest query-key ratio of the sweep, compared with the baseline r = 1."""
         return float(max(max(m["lr_ratio"]) for m in self.metrics.values()))
@@ -404,39 +431,60 @@ class RealExperiment:
 
         return pick(r_fast) - pick(r_base)
 
+    def changes(self, r_fast: float, keys: Sequence[str] = tuple(SHORT), r_base: float = 1.0) -> list[dict]:
+        """The paired-change summary: one row per optimizer and metric, the change key(r_fast) −
+        key(r_base) of every seed, their mean, and in how many seeds it is positive."""
+        out = []
+        for opt in self.metrics:
+            for key in keys:
+                d = self.change(opt, key, r_fast, r_base)
+                row = {"optimizer": opt, "metric": key, "per seed": signed(d), "mean": float(d.mean())}
+                out.append({**row, "seeds > 0": f"{int((d > 0).sum())} of {d.size}"})
+        return out
 
-def experiment(ds: ClassificationSet, cfg) -> RealExperiment:
-    """Tokenize a loaded set (``attnflow.data.load``), train every optimizer of ``cfg`` (a page's
-    validated parameters) over r × seeds, and evaluate on the held-out split."""
-    tok = ds.tokenizer(cfg.vocab_size, lowercase=LOWERCASE[ds.name])
-    train = encode(ds, "train", tok, cfg.max_len, cfg.n_train, seed=seeding.stream(SUBSET_SEED, "data"))
+    def seed_mean(self, optimizer: str, key: str, r: float, tau: float | None = None) -> float:
+        """Mean over seeds of ``key`` at ratio r (NaN for an optimizer that did not run); with ``tau``,
+        of the threshold sweep ``key + "_sweep"`` at τ_a = tau."""
+        m = self.metrics.get(optimizer)
+        if m is None:
+            return float("nan")
+        values = m[key] if tau is None else m[key + "_sweep"][int(np.flatnonzero(m["tau_attns"] == tau)[0])]
+        return float(values[m["lr_ratio"] == r].mean())
+
+    def seed_means(self, ratios: Mapping[str, float], optimizers: Sequence[str] = REAL_OPTIMIZERS) -> dict:
+        """Seed means of every metric of :data:`SHORT`, named ``<short>_<optimizer>_<tag>`` for
+        ``ratios`` = {tag: r} (e.g. ``ent_adamw_r1``), NaN for an optimizer that did not run, so
+        that a page's prose resolves whichever optimizers ran."""
+        return {
+            f"{short}_{opt}_{tag}": self.seed_mean(opt, key, r)
+            for opt in optimizers
+            for tag, r in ratios.items()
+            for key, short in SHORT.items()
+        }
+
+    def change_text(self, optimizer: str, key: str, r_fast: float) -> str:
+        """The paired per-seed changes as signed text ("[+0.010, -0.003, ...]"), "n/a" if not run."""
+        return signed(self.change(optimizer, key, r_fast)) if optimizer in self.metrics else "n/a"
+
+
+def signed(values) -> str:
+    """Numbers as signed text with three decimals: "[+0.010, -0.003]"."""
+    return "[" + ", ".join(f"{v:+.3f}" for v in values) + "]"
+
+
+def splits(
+    ds: ClassificationSet, tok: WordTokenizer, max_len: int, n_train: int, n_test: int
+) -> tuple[Encoded, Encoded]:
+    """The training split and the held-out one (``test``, else ``validation``) of a loaded set,
+    encoded with ``tok`` and cut to fixed random subsets of ``n_train`` and ``n_test`` rows."""
+    train = encode(ds, "train", tok, max_len, n_train, seed=seeding.stream(SUBSET_SEED, "data"))
     held_out = "test" if "test" in ds.splits else "validation"
-    test = encode(ds, held_out, tok, cfg.max_len, cfg.n_test, seed=seeding.stream(SUBSET_SEED, "eval"))
-    model = RealConfig(
-        cfg.parametrization,
-        len(tok),
-        0 if ds.task == "span" else len(ds.label_names),
-        cfg.d_model,
-        cfg.d_head,
-        ds.task,
-        init_scale=cfg.init_scale,
-    )
-    runs, res = {}, {}
-    for opt in cfg.optimizers:
-        adamw = opt == "adamw"
-        runs[opt] = run(
-            model,
-            train,
-            cfg.lr_ratios,
-            cfg.seeds,
-            optimizer=opt,
-            lr=cfg.lr_adamw if adamw else cfg.lr_sgd,
-            epochs=cfg.epochs_adamw if adamw else cfg.epochs_sgd,
-            batch_size=cfg.batch_size,
-            momentum=0.0 if adamw else cfg.momentum,
-            weight_decay=cfg.weight_decay if adamw else 0.0,
-            device=cfg.device,
-            evals=1,
-        )  # training loss at the start and the end only: the pages show no curves
-        res[opt] = evaluate(runs[opt], test, tau_attn=cfg.tau_attn, tau_conf=cfg.tau_conf, tau_attns=cfg.tau_attns)
-    return RealExperiment(ds, tok, train, test, runs, res)
+    return train, encode(ds, held_out, tok, max_len, n_test, seed=seeding.stream(SUBSET_SEED, "eval"))
+
+
+def data_rows(ds: ClassificationSet) -> list[dict]:
+    """One row per split: its size, label balance and relevant-token share (``ds.summary()``)."""
+    return [
+        {"split": s, **{k: v for k, v in row.items() if k != "labels"}, **row.get("labels", {})}
+        for s, row in ds.summary().items()
+    ]
