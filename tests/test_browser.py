@@ -362,7 +362,7 @@ def build_minibook(dest: Path) -> Path:
     (book / "demo").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", dest / "_config.yml")
     (dest / "_toc.yml").write_text(DEMO_TOC, encoding="utf-8")
-    for name in ("claims.md", "bibliography.md", "references.bib"):
+    for name in ("claims.md", "power.yml", "bibliography.md", "references.bib"):
         shutil.copy(ROOT / "book" / name, book / name)
     (book / "intro.md").write_text(DEMO_INTRO, encoding="utf-8")
     shutil.copytree(ROOT / "book" / "_static", book / "_static")
