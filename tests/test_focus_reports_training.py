@@ -122,16 +122,3 @@ def test_real_text_reversed_mid_ranks_refused():
         REAL_TEXT.validate({**values, "mid_ranks": [40, 15]})
     with pytest.raises(params.ParameterError, match="n_top"):
         REAL_TEXT.validate({**values, "mid_ranks": [2, 40]})
-
-
-def test_real_text_escape_time_of_a_run_still_on_the_plateau():
-    """B10 clock: a real run still on the plateau at the end enters as the end time (a lower bound)
-    only where that already misses 10% of the Markov time; otherwise the comparison is undecided."""
-    from attnflow.focus_dilution.reports.real_text import escape_time
-
-    assert escape_time(142.0, 133.0, 280.0) == (142.0, False)
-    assert escape_time(263.0, float("nan"), 280.0) == (263.0, False)  # a Markov run still on the plateau: as before
-    assert escape_time(float("nan"), 145.0, 200.0) == (200.0, True)  # 200 > 1.1 × 145: decided, not within 10%
-    t, censored = escape_time(float("nan"), 190.0, 200.0)  # 200 < 1.1 × 190: undecided
-    assert math.isnan(t) and not censored
-    assert math.isnan(escape_time(float("nan"), float("nan"), 200.0)[0])

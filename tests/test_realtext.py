@@ -89,60 +89,6 @@ def test_lifts_at_a_time_and_missing_pieces():
         assert np.isnan(m[key]) or res.t[0] <= m[key] <= res.t[-1], key
 
 
-# ---------------------------------------------------------------------------- the page's report
-def test_real_text_report_checks_each_corpus_and_glues_per_corpus(tmp_path, monkeypatch):
-    """The report holds the page's claims (B10, B11) and glue; a corpus whose Markov run leaves the
-    plateau late fails its clock check, and the verdict text says so."""
-    from types import SimpleNamespace
-
-    from attnflow import claims, display
-    from attnflow.focus_dilution.reports import real_text
-
-    monkeypatch.setenv("ATTNFLOW_CLAIMS_DIR", str(tmp_path))
-    claims.begin_page("focus_dilution/test_real_text", {})
-    glued = {}
-    monkeypatch.setattr(display, "number", lambda name, value, show=False: glued.__setitem__(name, value))
-    good = dict(
-        rank_cond=1.1,
-        lift_dev_cond=0.01,
-        escaped=True,
-        rank_end=2.5,
-        move_corr=0.999,
-        move_level=0.1,
-        move_sign=1.0,
-        t_half=10.0,
-        t_half_markov=10.5,
-        gap_plateau=0.01,
-        t_escape_val=100.0,
-        t_escape_markov=104.0,
-        t_end=300.0,
-        rate_cond=0.05,
-        amp_cond=1e-3,
-        t_forecast=150.0,
-    )
-    late = {**good, "t_escape_markov": 150.0}
-    lifts = {" ": 1.5, "the": 1.3, "group": 0.9}
-    rep = real_text.RealTextReport(
-        lr=0.1,
-        eps=1e-3,
-        d=64,
-        m=16,
-        alpha=0.1,
-        mid_first=15,
-        mid_last=40,
-        cfg=SimpleNamespace(n_top=5),
-        marks={"a": good, "b": late},
-        first_lifts={"a": lifts, "b": lifts},
-    )
-    try:
-        rep.check_claims()
-        failed = [r["what"] for r in claims.records() if r["verdict"] != "pass"]  # errata claims: "disagrees"
-    finally:
-        claims._state.update(page=None, records=[], parameters={})
-    assert failed == ["b: Markov approximation, time the held-out loss leaves the plateau, real vs Markov"]
-    assert glued["a_escape_verdict"] == "holds" and glued["b_escape_verdict"] == "does not hold"
-
-
 def test_saddle_lift_on_contexts_distributed_as_pi_is_r3s_closed_form():
     """On population contexts (composition π) the saddle focus mode's lift is R3's
     sign(g)·(π_k − ‖π‖²) up to a positive factor; real windows differ only in their composition."""
@@ -176,47 +122,3 @@ def test_attention_mode_is_the_whole_degenerate_eigenspace():
         mode.rate, rel=1e-9
     )
     assert turned.amplitude == pytest.approx(mode.amplitude, rel=1e-9)
-
-
-@pytest.mark.parametrize("corr,rank_cond,verdict", [(0.999, 1.1, "pass"), (0.99, 1.1, "fail"), (0.90, 1.6, "outside")])
-def test_b11_first_move_floor_and_domain(ledger, monkeypatch, corr, rank_cond, verdict):
-    from types import SimpleNamespace
-
-    from attnflow import display
-    from attnflow.focus_dilution.reports import real_text
-
-    monkeypatch.setattr(display, "number", lambda *a, **k: None)
-    assert real_text.move_corr_min(0.1) == pytest.approx(np.sqrt(0.99))
-    m = dict(
-        rank_cond=rank_cond,
-        lift_dev_cond=0.01,
-        escaped=True,
-        rank_end=2.5,
-        move_corr=corr,
-        move_level=0.1,
-        move_sign=1.0,
-        t_half=10.0,
-        t_half_markov=10.5,
-        gap_plateau=0.01,
-        t_escape_val=100.0,
-        t_escape_markov=104.0,
-        t_end=300.0,
-        rate_cond=0.05,
-        amp_cond=1e-3,
-        t_forecast=150.0,
-    )
-    rep = real_text.RealTextReport(
-        lr=0.1,
-        eps=1e-3,
-        d=64,
-        m=16,
-        alpha=0.1,
-        mid_first=15,
-        mid_last=40,
-        cfg=SimpleNamespace(n_top=5),
-        marks={"a": m},
-        first_lifts={"a": {" ": 1.5, "the": 1.3, "group": 0.9}},
-    )
-    rep.check_claims()
-    rec = next(r for r in ledger() if "first attention move vs" in r["what"])
-    assert rec["verdict"] == verdict, rec

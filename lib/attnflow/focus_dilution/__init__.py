@@ -26,5 +26,4 @@ Training, data and analysis modules:
 - ``pca``           PCA of the embedding trajectories h_k(t).
 - ``realtext``      the model on real text and its Markov (bigram) approximation.
 - ``figures``       figure functions of the pages, taking run records (first: ``condensation_stage``).
-- ``reports``       the page reports: one module per page, measuring what the page shows.
 """

@@ -20,6 +20,8 @@ __all__ = [
     "cycle_loss",
     "cycle_zoom",
     "robustness_sweeps",
+    "real_text_runs",
+    "real_text_moves",
 ]
 
 
@@ -526,4 +528,74 @@ def robustness_sweeps(runs: dict):
     ax[-1, 0].set(xlabel="t")
     ax[-1, 1].set(xlabel="t")
     fig.suptitle("Which stages appear, move or vanish (population GD)", y=1.01)
+    return fig
+
+
+REAL_TEXT_UNITS = (" ", "\n", "the", ",", ".")  # the token ids whose lift the real-text figure draws
+
+
+def real_text_runs(runs: dict, marks: dict, mid):
+    """The real-text page, one row per corpus (``runs``: corpus → ``realtext.RealTextRun``, ``marks``:
+    its ``realtext.milestones``): the losses, the attention lift per token id (``mid``: the ranks of
+    the mid-frequency group) and the attention entropy with the embedding's effective rank."""
+    mid = list(mid)
+    fig, axes = plotting.subplots(len(runs), 3, width=3.6, height=2.9)
+    for row, (c, res) in zip(axes, runs.items()):
+        text, m, t = res.text, marks[c], res.t
+        row[0].plot(t, res.runs["real"].train_loss, color="k", label="real text, training windows")
+        row[0].plot(t, res.val_loss["real"], color=PALETTE[0], label="real text, held-out")
+        row[0].plot(t, res.val_loss["markov"], "--", color=PALETTE[1], label="Markov run, held-out")
+        row[0].axhline(res.plateau, color="0.6", lw=1, ls=":", label="unigram plateau")
+        row[0].axhline(m["bigram"], color="0.3", lw=1, ls="-.", label="bigram loss (chain)")
+        row[0].set(xlabel="t = lr·step", ylabel="loss", title=f"{c}: loss", ylim=(m["bigram"] - 0.3, m["log_d"] + 0.1))
+        lift = res.lift()
+        for u in REAL_TEXT_UNITS:
+            if u in text.units:
+                row[1].plot(t, lift[:, text.index(u)], label=f"'{text.label(text.index(u))}'")
+        row[1].plot(t, lift[:, -1], color="0.5", label="UNK")
+        row[1].plot(t, lift[:, mid].mean(-1), "k--", label=f"mid ranks {mid[0]}–{mid[-1]}")
+        row[1].plot(t, res.lift("markov")[:, mid].mean(-1), "k:", lw=1, label="mid, Markov run")
+        row[1].axhline(1, color="0.7", lw=0.8)
+        row[1].set(xlabel="t", ylabel="attention lift", title="attention per token id (held-out)", yscale="log")
+        ax2 = row[2].twinx()
+        row[2].plot(t, res.entropy["real"], color=PALETTE[2], label="attention entropy")
+        row[2].plot(t, res.entropy["markov"], ":", color=PALETTE[2], label="entropy, Markov run")
+        ax2.plot(t, res.runs["real"].quantities["eff_rank_W0"], color=PALETTE[3], label="eff. rank of W0")
+        row[2].set(xlabel="t", ylabel="attention entropy (nats)", title="entropy and embedding rank")
+        ax2.set(ylabel="effective rank of W0", yscale="log")
+        ax2.grid(False)
+        for ax in row:
+            for x in (m["t_cond"], m["t_move"], m["t_escape"]):
+                ax.axvline(x, color="0.8", lw=0.8, zorder=0)
+        row[0].legend(fontsize="x-small")
+        row[1].legend(fontsize="x-small", ncol=2, frameon=True, framealpha=0.9)
+        handles = row[2].get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+        row[2].legend(handles=handles, fontsize="x-small", loc="center right", frameon=True, framealpha=0.9)
+    fig.suptitle(
+        "Real text (vertical lines: end of condensation, first attention move, escape)", y=1.0 + 0.08 / len(runs)
+    )  # clear of the panel titles for one row or two
+    return fig
+
+
+def real_text_moves(runs: dict, marks: dict, n_top: int):
+    """Per corpus: the lift change of each token id at the first attention move against the Markov
+    theory's move (``realtext.saddle_lift``, scaled to the move's norm, its sign kept); the ``n_top``
+    most frequent tokens and UNK are named."""
+    fig, axes = plotting.subplots(1, len(runs), width=3.6, height=3.0)
+    for ax, (c, res) in zip(axes[0], runs.items()):
+        m = marks[c]
+        ax.scatter(m["move_predicted"], m["move_change"], s=14, color=PALETTE[0])
+        for k in list(range(n_top)) + [res.text.d - 1]:
+            name = res.text.label(k) if k < res.text.d - 1 else "UNK"
+            ax.annotate(name, (m["move_predicted"][k], m["move_change"][k]), fontsize=8)
+        ax.axhline(0, color="0.7", lw=0.8)
+        ax.axvline(0, color="0.7", lw=0.8)
+        lim = 1.05 * float(np.abs(np.concatenate([m["move_predicted"], m["move_change"]])).max())
+        ax.plot([-lim, lim], [-lim, lim], color="0.6", lw=0.8, ls="--")  # same size: the line is y = x
+        ax.set(
+            xlabel="Markov theory: lift − 1",
+            ylabel="lift − 1 at the first move",
+            title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.4f}",
+        )
+    fig.suptitle("Which tokens gain attention first: measured on real text vs the Markov theory", y=1.04)
     return fig

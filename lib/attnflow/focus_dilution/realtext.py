@@ -3,6 +3,7 @@ focus_dilution.md §7 item 8, Q6–Q7; claims B10–B11).
 
     text = realtext.load_stream("wikitext", vocab_size=64)      # prints the source line
     res = realtext.train(text, seq_len=64, n_train=1024, steps=2800, lr=0.1)
+    runs = realtext.train_seeds(text, [1, 2, 3], steps=2800)  # one RealTextRun per seed, batched
     res.lift()[:, text.index("the")]      # attention lift of "the" over training
     realtext.milestones(res)              # stage markers, first attention move vs theory
 
@@ -16,7 +17,8 @@ enters only through its counts (``training.Examples``). **Markov approximation.*
 chain fitted on the training stream (add-α smoothing) has a population loss (spec §4.3); the
 same initial θ trained on it is the prediction of the theory for real data (spec: "the Markov
 approximation holds well enough in early training"). Both runs are trained by
-``training.train_runs`` from the same initialization (paired), one after the other.
+``training.train_runs`` from the same initialization (paired); over several seeds the real runs
+are one batch and the Markov runs another.
 
 **Attention per token id.** On held-out windows, A_kb = attention mass on the positions holding
 token k in row b; its mean over rows divided by the mean count share n_kb/s is the *lift* of k
@@ -32,7 +34,7 @@ import torch
 
 from attnflow import data, seeding
 from attnflow.focus_dilution import chain as chains, closed_forms, runs as runs_, training
-from attnflow.focus_dilution.model import PARAM_NAMES, rank_one_params
+from attnflow.focus_dilution.model import PARAM_NAMES, init_params, rank_one_params
 from attnflow.params import Param, ParameterError, Schema
 
 __all__ = [
@@ -45,6 +47,14 @@ __all__ = [
     "token_attention",
     "group_lift",
     "lifts_at",
+    "move_lifts",
+    "escape_due",
+    "seed_columns",
+    "data_rows",
+    "milestone_rows",
+    "glue_values",
+    "train_seeds",
+    "paper_order",
     "markov_gap",
     "milestones",
     "AttentionMode",
@@ -139,13 +149,21 @@ def bigram_chain(ids: torch.Tensor, d: int, smoothing: float = 0.1) -> chains.Ma
     return chains.from_matrix(C / C.sum(1, keepdims=True), name="bigram", meta={"smoothing": smoothing})
 
 
-def token_attention(theta: dict[str, torch.Tensor], ex: training.Examples, score_scale: float = 1.0):
+def token_attention(theta: dict[str, torch.Tensor], ex: training.Examples, score_scale: float = 1.0, loss=False):
     """Attention mass per token id (T, d) averaged over the rows of ``ex``, count share (d,), and the
-    mean attention entropy over positions (T,), for a trajectory θ (T, …)."""
+    mean attention entropy over positions (T,), for a trajectory θ (T, …); with ``loss`` also the
+    loss on those rows (T,), from the same forward pass."""
     batch = training.stack([ex], dtype=theta["W0"].dtype)
     batch = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in batch.items()}  # (T, d, B)
     with torch.no_grad():
-        A, _ = training.forward(theta, batch, score_scale)  # (T, d, B)
+        A, log_P = training.forward(theta, batch, score_scale)  # (T, d, B)
+    if loss:
+        return (*_per_token(A, ex), (-(batch["weights"] * log_P).sum((1, 2))).numpy())
+    return _per_token(A, ex)
+
+
+def _per_token(A: torch.Tensor, ex: training.Examples):
+    """What :func:`token_attention` returns, from the attention A (T, d, B) on the rows of ``ex``."""
     w = ex.weights.sum(0).to(A.dtype)  # (B,) row weights, sum 1
     n = ex.counts.to(A.dtype)  # (d, B)
     share = ((n / n.sum(0)) * w).sum(-1)  # (d,)
@@ -191,18 +209,25 @@ class RealTextRun:
             "log_d": float(np.log(self.text.d)),
         }
 
-    def first_move(self, level: float = 0.1, run: str = "real") -> tuple[int, np.ndarray]:
-        """Index of the first record where some token's lift is ≥ ``level`` away from 1, and the lift
-        change (d,) there; the Markov theory predicts it ∝ sign(g)·(π_k − ‖π‖²) (spec R3)."""
+    def first_move(self, level: float = 0.1, run: str = "real", start: int = 0) -> tuple[int, np.ndarray]:
+        """Index of the first record from ``start`` on where some token's lift is ≥ ``level`` away
+        from 1, and the lift change (d,) there; the Markov theory predicts it ∝ sign(g)·(π_k − ‖π‖²)
+        (spec R3)."""
         dev = np.abs(self.lift(run) - 1).max(-1)
-        hit = np.flatnonzero(dev >= level)
+        hit = start + np.flatnonzero(dev[start:] >= level)
         if not len(hit):
             raise ValueError(f"attention never moved by {level} in lift; train longer (raise steps or lr)")
         return int(hit[0]), self.lift(run)[hit[0]] - 1
 
 
-def train(
+def train(text: RealStream, *, seed: int = 1, **settings) -> RealTextRun:
+    """One seed of :func:`train_seeds`."""
+    return train_seeds(text, [seed], **settings)[0]
+
+
+def train_seeds(
     text: RealStream,
+    seeds,
     *,
     seq_len: int = 64,
     n_train: int = 1024,
@@ -214,40 +239,48 @@ def train(
     init_scale: float = 1e-3,
     d_model: int = 16,
     smoothing: float = 0.1,
-    seed: int = 1,
     device: str = "auto",
-) -> RealTextRun:
-    """Train on real windows and on the fitted chain's population loss from the same θ(0); measure both."""
-    real_ex = window_examples(text.train, text.d, n_train, seq_len, seed)
-    eval_ex = window_examples(text.validation, text.d, n_eval, seq_len, seeding.stream(seed, "eval"))
+) -> list[RealTextRun]:
+    """Per seed, train on real windows and on the fitted chain's population loss from the same θ(0)
+    (seed k draws θ(0), the training and the held-out windows); measure both. The real runs of all
+    seeds are one batched training, the Markov runs another (same chain, so the same d rows)."""
+    seeds = [int(s) for s in seeds]
+    real_ex = [window_examples(text.train, text.d, n_train, seq_len, s) for s in seeds]
+    eval_ex = [window_examples(text.validation, text.d, n_eval, seq_len, seeding.stream(s, "eval")) for s in seeds]
     chain = bigram_chain(text.train, text.d, smoothing)
+    theta0 = [init_params(text.d, d_model, init_scale, s) for s in seeds]
+    population = training.population_examples(chain)
     specs = {
-        "real": training.RunSpec(chain, real_ex, "real text"),
-        "markov": training.RunSpec(chain, training.population_examples(chain), "Markov approximation"),
+        "real": [training.RunSpec(chain, ex, f"real text, seed {s}") for ex, s in zip(real_ex, seeds)],
+        "markov": [training.RunSpec(chain, population, f"Markov approximation, seed {s}") for s in seeds],
     }
     trained = {}
     with runs_.single_threaded():  # tiny matmuls: extra threads only contend on a shared CPU
-        for name, spec in specs.items():  # one at a time: stacked, the d population rows would be padded to N
-            (trained[name],) = training.train_runs(
-                [spec],
+        for name, group in specs.items():  # two batches: stacked together, the d population rows would pad to N
+            trained[name] = training.train_runs(
+                group,
+                theta0=theta0,
                 optimizer=optimizer,
                 lr=lr,
                 steps=steps,
                 record_every=record_every,
-                init_scale=init_scale,
                 d_model=d_model,
-                seed=seed,
                 device=device,
-                desc=f"{text.name}: {spec.label}",
+                desc=f"{text.name}: {name}, {len(seeds)} seed(s)",
             )
-    eval_batch = training.stack([eval_ex], dtype=torch.float64)
+    return [
+        _measured(text, chain, {name: trained[name][k] for name in specs}, real_ex[k], eval_ex[k])
+        for k in range(len(seeds))
+    ]
+
+
+def _measured(text, chain, trained: dict, real_ex: training.Examples, eval_ex: training.Examples) -> RealTextRun:
+    """One seed's real and Markov runs measured on its held-out windows."""
     out = {"runs": trained, "mass": {}, "entropy": {}, "val_loss": {}}
-    for name, run in out["runs"].items():
+    for name, run in trained.items():
         theta = {n: run.states[n] for n in PARAM_NAMES}  # (T, …) float64
-        out["mass"][name], share, out["entropy"][name] = token_attention(theta, eval_ex)
-        b = {k: v.expand(len(theta["W0"]), -1, -1) for k, v in eval_batch.items()}
-        with torch.no_grad():
-            out["val_loss"][name] = training.run_losses(theta, b).numpy()
+        measured = token_attention(theta, eval_ex, loss=True)
+        out["mass"][name], share, out["entropy"][name], out["val_loss"][name] = measured
     target_freq = real_ex.weights.sum(1).numpy()  # (d,) training target frequencies
     plateau = float(-(target_freq[target_freq > 0] * np.log(target_freq[target_freq > 0])).sum())
     return RealTextRun(text, chain, share=share, plateau=plateau, examples=real_ex, eval_examples=eval_ex, **out)
@@ -349,14 +382,19 @@ def escape_forecast(rate: float, amplitude: float, drop: float, t_start: float) 
     return float(t_start + max(0.0, np.log(np.sqrt(2 * drop / rate) / amplitude)) / rate)
 
 
-def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.1, move: float = 0.1) -> dict:
+def milestones(
+    res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.1, move: float = 0.1, n_top: int = 5, mid=()
+) -> dict:
     """The stage markers of one run, no hand-picked times (claims B10–B11):
 
     - end of condensation: first record with L_train ≤ plateau + cond_frac·(log d − plateau), where
       the embedding's effective rank and the largest |lift − 1| are read;
     - escape: first record with L_train ≤ plateau − escape_frac·(plateau − bigram loss), and the
       effective rank of W0 at the last record;
-    - first attention move (``RealTextRun.first_move``): its time and its agreement with the Markov
+    - first attention move (``RealTextRun.first_move``, searched from the end of condensation on):
+      the lifts there of the most frequent token (``hub_lift_move``), of ␣ and "the", of ranks 1 to
+      ``n_top`` − 1 (``top``) and of the ``mid`` ranks, and B11's order on them (``paper_order``);
+      its time and its agreement with the Markov
       theory's move, the lift of the fitted chain's saddle focus mode on the same windows
       (``saddle_lift``, scaled to the move's norm; Pearson correlation over tokens, sign
       agreement), and with R3's closed form sign(g)·(π_k − ‖π‖²) (``move_corr_r3``; ``mode_corr_r3``:
@@ -373,13 +411,16 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
     i_c = int(np.argmax(loss <= res.plateau + cond_frac * (th["log_d"] - res.plateau)))
     below = np.flatnonzero(loss <= res.plateau - escape_frac * (res.plateau - th["bigram"]))
     i_e = int(below[0]) if len(below) else len(t) - 1
-    i_m, change = res.first_move(move)
+    i_m, change = res.first_move(move, start=i_c)
     r3 = np.sign(th["g"]) * (res.chain.pi - th["pi_sq"])  # R3's closed form of the move
     gap = markov_gap(res)
 
-    def first(y, level):  # first t with y ≤ level
+    def first(y, level):  # first t with y ≤ level, linear between the records around the crossing
         hit = np.flatnonzero(y <= level)
-        return float(t[hit[0]]) if len(hit) else float("nan")
+        if not len(hit) or hit[0] == 0:
+            return float(t[hit[0]]) if len(hit) else float("nan")
+        i = hit[0]
+        return float(t[i - 1] + (y[i - 1] - level) / (y[i - 1] - y[i]) * (t[i] - t[i - 1]))
 
     state = {n: res.runs["real"].states[n][i_c] for n in PARAM_NAMES}
     mode = attention_mode(state, training_loss(res))  # the unstable mode at t_cond
@@ -419,8 +460,81 @@ def milestones(res: RealTextRun, cond_frac: float = 0.1, escape_frac: float = 0.
         "amp_cond": mode.amplitude,
         "mode_multiplicity": mode.multiplicity,
         "t_forecast": escape_forecast(mode.rate, mode.amplitude, drop, float(t[i_c])),
+        "plateau": res.plateau,
         **th,
+        **move_lifts(res, float(t[i_m]), n_top, mid),
     }
+
+
+def move_lifts(res: RealTextRun, t: float, n_top: int, mid) -> dict:
+    """Lifts at the record nearest to ``t`` (the first move): of the most frequent token, of ␣ and
+    "the" (NaN where UNK), of ranks 1 … n_top − 1, of the ``mid`` ranks, and B11's order on them."""
+    named = lifts_at(res, t, (" ", "the"), list(mid) or [0])
+    out = {
+        "hub_lift_move": lifts_at(res, t, (), [0])["group"],
+        "space_lift_move": named[" "],
+        "the_lift_move": named["the"],
+        "mid_lift_move": named["group"] if len(mid) else float("nan"),
+        "top_lift_move": lifts_at(res, t, (), range(1, n_top))["group"] if n_top > 1 else float("nan"),
+    }
+    out["paper_order"] = paper_order((out["space_lift_move"], out["the_lift_move"], out["mid_lift_move"]))
+    return out
+
+
+def escape_due(rate, t_forecast, factor: float = 1.0):
+    """B10 "leaves the plateau": the time by which a run must have left, from its state at the end of
+    condensation (``milestones``: rate r and forecast of the saddle's unstable attention mode); one
+    value per seed for arrays.
+
+    The forecast is R2's end of the θ_c¹ plateau, linear: the mode's loss drop ½ r a² grows tenfold
+    every ln 10 / (2r), and its nonlinear end (attention saturating) delivers less, so the run must
+    last ``factor`` decades of drop beyond the forecast (inf without an unstable mode)."""
+    rate, t_forecast = np.asarray(rate, dtype=float), np.asarray(t_forecast, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(rate > 0, t_forecast + factor * np.log(10) / (2 * rate), np.inf)
+
+
+def seed_columns(marks: list[dict]) -> dict[str, np.ndarray]:
+    """The scalar milestones of several seeds as columns: name → (n_seeds,) array."""
+    return {k: np.array([m[k] for m in marks]) for k, v in marks[0].items() if np.ndim(v) == 0}
+
+
+def data_rows(texts: dict[str, RealStream], n_show: int = 5) -> list[dict]:
+    """One table row per corpus: source, size, UNK share and the most frequent tokens with π_k."""
+    return [
+        {
+            "corpus": c,
+            "source": "stand-in" if text.standin else "real",
+            "train tokens": len(text.train),
+            "d": text.d,
+            "UNK share": text.pi[-1],
+            **{f"#{k + 1}": f"{text.label(k)} ({text.pi[k]:.3f})" for k in range(n_show)},
+        }
+        for c, text in texts.items()
+    ]
+
+
+TABLE_KEYS = ("t_cond", "rank_cond", "lift_dev_cond", "t_move", "move_corr", "t_escape", "rank_end", "gap_plateau")
+TABLE_KEYS += ("t_half", "t_half_markov", "t_escape_val", "t_escape_markov", "t_forecast", "rate_cond")
+
+
+def milestone_rows(marks: dict[str, list[dict]], seeds) -> list[dict]:
+    """One table row per corpus and seed: the milestones of ``TABLE_KEYS``."""
+    return [
+        {"corpus": c, "seed": s, **{k: m[k] for k in TABLE_KEYS}} for c, ms in marks.items() for s, m in zip(seeds, ms)
+    ]
+
+
+def glue_values(res: RealTextRun, marks: dict) -> dict:
+    """The scalars of one run's milestones that the text cites, the most frequent token's label, and
+    the plateau-leaving times as text (a run may not leave the plateau within the run)."""
+    out = {k: v for k, v in marks.items() if np.ndim(v) == 0}
+    out["hub"] = res.text.label(0)
+    for key in ("t_escape_val", "t_escape_markov"):
+        out[f"{key}_txt"] = f"t = {marks[key]:.1f}" if np.isfinite(marks[key]) else "not within the run"
+    diff = abs(marks["t_escape_val"] - marks["t_escape_markov"]) / marks["t_escape_markov"]
+    out["escape_diff_txt"] = f"{diff:.1%} apart" if np.isfinite(diff) else "no common time"
+    return out
 
 
 # -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------
@@ -457,7 +571,8 @@ SCHEMA = Schema(
     mid_ranks=Param(
         list, 0, 4096, "frequency ranks [first, last] of the mid-frequency group", item=int, min_len=2, max_len=2
     ),
-    seed=Param(int, 0, 2**31 - 1, "seed of the init and of the windows"),
+    seed=Param(int, 0, 2**31 - 1, "first seed of the init and of the windows"),
+    n_seeds=Param(int, 1, 100, "seeds seed, seed + 1, …, each a paired real and Markov run"),
     device=Param(str, doc="where to train", choices=("auto", "cpu", "cuda")),
 )
 
