@@ -446,3 +446,30 @@ def test_a_signal_during_export_is_one_line_and_leaves_nothing(tmp_path, capsys,
     assert cli_export.main(["export", page, "--from", str(src), "--output", str(out)]) == 143
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "interrupted by SIGTERM" in err[0] and not out.exists()
+
+
+@pytest.mark.parametrize("installed", [False, True])
+def test_setup_cell_shows_nothing(installed, tmp_path, monkeypatch):
+    """The set-up cell run in IPython displays no result: not the ``{}`` of a checkout, not the dict
+    of local data and cache folders that ``resources.activate`` sets after a wheel install (issue 25,
+    item 9)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from attnflow import resources
+
+    for name in ("ATTNFLOW_DATA_DIR", "ATTNFLOW_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    if installed:  # as after a wheel install: no checkout, a packaged book with its data
+        (tmp_path / "data").mkdir()
+        (tmp_path / "data" / "MANIFEST.json").write_text("{}")
+        monkeypatch.setattr(resources, "checkout_root", lambda: None)
+        monkeypatch.setattr(resources, "book_root", lambda: tmp_path)
+        monkeypatch.setattr(resources, "user_cache_dir", lambda: tmp_path / "cache")
+    shell = InteractiveShell.instance()
+    try:
+        result = shell.run_cell(export.install_cell_source(version="9.9.9"), store_history=False)
+        assert result.success, result.error_in_exec
+        assert result.result is None, f"the set-up cell displays {result.result!r}"
+        assert bool(shell.user_ns["data_folders"]) is installed  # it did set the folders after an install
+    finally:
+        InteractiveShell.clear_instance()

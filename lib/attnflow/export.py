@@ -606,7 +606,8 @@ def install_cell_source(version: str | None = None, spec: str | None = None) -> 
             '                          " next to this notebook (on Colab: Files, Upload) and run this cell again")'
             " from None",
             "from attnflow import resources",
-            "resources.activate()   # stand-in data and caches found from any folder",
+            "# stand-in data and caches found from any folder; assigned, so the cell shows nothing",
+            "data_folders = resources.activate()",
         ]
     )
 
