@@ -49,3 +49,28 @@ def test_every_verdict_has_its_own_mark_and_word():
 def test_totals_count_every_kind():
     t = ledger.totals(PAGES)
     assert t["pass"] == 4 and t["inconclusive"] == 1 and t["contradicted"] == 1 and t["fail"] == 0
+
+
+def test_domain_rows_list_every_condition_once_with_what_it_reads():
+    cond = [["n_seeds ≥ 3", "parameters", True], ["plateau by T_p", "state: end of condensation (t = 12)", False]]
+    pages = [
+        {"page": "focus_dilution/c", "claims": [rec("B1", "outside", domain_conditions=cond), rec("A2", "pass")]},
+        {"page": "focus_dilution/c", "claims": [rec("B1", "pass", domain_conditions=[cond[0], [*cond[1][:2], True]])]},
+    ]
+    rows = ledger.domain_rows(pages)
+    assert [(r.claim_id, r.condition, r.reads, r.held, r.n) for r in rows] == [
+        ("B1", "n_seeds ≥ 3", "parameters", 2, 2),
+        ("B1", "plateau by T_p", "state: end of condensation (t = 12)", 1, 2),
+    ]  # a check without conditions (A2: every accepted parameter set) adds no row
+
+
+@pytest.mark.usefixtures("ledger")  # the conftest fixture: a ledger of this test's own
+def test_a_check_records_each_condition_of_its_domain():
+    from attnflow import claims
+
+    dom = claims.domain(("d ≥ 2", True), ("settled by t_pred", False, "", claims.state("plateau", t=1.0)))
+    claims.check("B1", what="x", measured=1.0, expected=1.0, rtol=0.1, domain=dom, measured_from=2.0)
+    (r,) = claims.records()
+    reads = r["domain_reads"]
+    assert [c[:2] for c in r["domain_conditions"]] == [["d ≥ 2", reads[0]], ["settled by t_pred", reads[1]]]
+    assert [c[2] for c in r["domain_conditions"]] == [True, False]

@@ -172,3 +172,19 @@ def test_a_power_row_with_an_unknown_claim_id_fails_the_strict_build(tmp_path):
     (src / "conf.py").write_text(CONF.format(records=[]))
     (src / "index.rst").write_text("Power\n=====\n\n.. attnflow-power:: power.yml\n")
     assert build_main(["-q", "-W", "-b", "html", str(src), str(tmp_path / "out")]) != 0
+
+
+def test_the_domain_table_lists_each_condition_with_what_it_reads(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "_toc.yml").write_text("root: index\n")
+    cond = [["$d \\\\ge 2$", "parameters", True], ["settled by t_pred", "state: plateau (t = 3)", False]]
+    records = [{"page": "zeta/first", "claims": [rec("A2", "outside", domain_conditions=cond), rec("A2", "pass")]}]
+    (src / "conf.py").write_text(CONF.format(records=records))
+    (src / "index.rst").write_text("Domains\n=======\n\n.. attnflow-domains::\n")
+    out = tmp_path / "out"
+    assert build_main(["-q", "-b", "html", str(src), str(out)]) == 0
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert "2 domain conditions in this build: 1 read the parameters" in html
+    assert "state: plateau (t = 3)" in html and "settled by t_pred" in html and "0/1" in html
+    assert 'class="math' in html  # $...$ in a condition is typeset

@@ -470,6 +470,7 @@ def _record(
         errata=errata,
         domain=dom.text if dom is not None else "every accepted parameter set",
         domain_reads=list(dom.reads) if dom is not None else [PARAMETERS],
+        domain_conditions=[[c[0], c[3], c[1]] for c in dom.conditions] if dom is not None else [],
         measured_from=measured_from,
         reason=reason,
         page=_state["page"],

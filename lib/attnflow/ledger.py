@@ -98,3 +98,33 @@ def totals(pages: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Verdict counts over every record (all of :data:`VERDICTS`, zeros included)."""
     c = Counter(r["verdict"] for p in pages for r in p["claims"])
     return {v: c.get(v, 0) for v in VERDICTS}
+
+
+@dataclass(frozen=True)
+class DomainRow:
+    """One domain condition of one claim on one page: what it states, what it reads (the parameters or
+    a named earlier state, :func:`attnflow.claims.state`), and in how many of the checks that carried it
+    it held."""
+
+    claim_id: str
+    page: str
+    condition: str
+    reads: str
+    held: int
+    n: int
+
+
+def domain_rows(pages: Iterable[dict[str, Any]]) -> list[DomainRow]:
+    """Every domain condition of the build, each once per (claim, page, condition, reads), in the claims
+    registry's order: the generated list of what every domain reads (records carry
+    ``domain_conditions``: [statement, reads, held] per condition)."""
+    groups: dict[tuple[str, str, str, str], list[int]] = {}
+    for p in pages:
+        for r in p["claims"]:
+            for statement_, reads, held in r.get("domain_conditions") or []:
+                g = groups.setdefault((r["id"], p["page"], statement_, reads), [0, 0])
+                g[0] += bool(held)
+                g[1] += 1
+    known = list(registry())
+    keys = sorted(groups, key=lambda k: (_order_key(k[0], known), list(groups).index(k)))
+    return [DomainRow(*k, *groups[k]) for k in keys]

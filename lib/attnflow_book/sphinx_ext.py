@@ -132,6 +132,41 @@ def _fill_power(app, doctree, fromdocname) -> None:
         ph.replace_self([table])
 
 
+class domains_placeholder(nodes.General, nodes.Element):
+    pass
+
+
+class DomainTable(Directive):
+    """``{attnflow-domains}``: every domain condition of this build's checks, once per claim, page and
+    condition, with what it reads (the parameters or a named earlier state) and how often it held:
+    generated from the records (``domain_conditions``), so it lists what the pages really decide on."""
+
+    has_content = False
+
+    def run(self):
+        return [domains_placeholder()]
+
+
+def _fill_domains(app, doctree, fromdocname) -> None:
+    placeholders = list(doctree.findall(domains_placeholder))
+    if not placeholders:
+        return
+    rows = ledger.domain_rows(_load_pages(app))
+    cells = [
+        [r.claim_id, re.sub(r"([/_])", "\\1\u200b", r.page), r.condition, r.reads, f"{r.held}/{r.n}"] for r in rows
+    ]
+    n_par = sum(r.reads == "parameters" for r in rows)
+    intro = nodes.paragraph(
+        text=f"{len(rows)} domain conditions in this build: {n_par} read the parameters (and closed forms of "
+        f"them), {len(rows) - n_par} a named state before the measurement (a check refuses a timed state "
+        "later than the start of what it measures). 'held' counts the checks whose condition held."
+    )
+    table = _table(["claim", "page", "condition", "reads", "held"], cells, widths=[6, 16, 46, 24, 8])
+    table["classes"].append("attnflow-domains")
+    for ph in placeholders:
+        ph.replace_self([intro, table] if rows else [nodes.paragraph(text="No check of this build has a domain.")])
+
+
 class Environment(Directive):
     has_content = False
 
@@ -901,11 +936,14 @@ def setup(app):
     app.add_directive("attnflow-environment", Environment)
     app.add_node(power_placeholder)
     app.add_directive("attnflow-power", PowerTable)
+    app.add_node(domains_placeholder)
+    app.add_directive("attnflow-domains", DomainTable)
     app.connect("builder-inited", _clear_records)
     app.connect("builder-inited", _set_claims_folder)
     app.connect("doctree-resolved", _fill_ledger)
     app.connect("doctree-resolved", _fill_findings)
     app.connect("doctree-resolved", _fill_power)
+    app.connect("doctree-resolved", _fill_domains)
     app.connect("doctree-resolved", _unsigned_zeros)
     app.connect("doctree-read", _plain_titles, priority=900)  # after Sphinx's title/toc collectors
     app.connect("html-page-context", _dedupe_scripts, priority=900)
