@@ -247,3 +247,27 @@ def ledger(tmp_path, monkeypatch, request):
     claims.begin_page(f"test/{request.module.__name__.rsplit('.', 1)[-1]}", {})
     yield claims.records
     claims._state.update(page=None, records=[], parameters={})
+
+
+# --- focus–dilution fixtures shared by the training pages' tests ------------------------------------
+@pytest.fixture(scope="module")
+def chain():
+    """The small hub chain of the training pages' tests (d = 6); a module may define its own."""
+    from attnflow.focus_dilution.chain import hub_family
+
+    return hub_family(4, 0.5, 0.3, 0.4, 0.1)
+
+
+@pytest.fixture(scope="module")
+def short_run(chain):
+    """40 GD steps on the population rows of the module's ``chain``: condensation has not ended, no
+    later stage exists."""
+    from attnflow.focus_dilution import training
+
+    return training.train_runs(
+        [training.RunSpec(chain, training.population_examples(chain), "short")],
+        steps=40,
+        record_every=4,
+        lr=1.0,
+        dtype="float64",
+    )[0]

@@ -8,26 +8,8 @@ import math
 import pytest
 
 from attnflow import params
-from attnflow.focus_dilution import contracts, stages, training
-from attnflow.focus_dilution.chain import hub_family
+from attnflow.focus_dilution import contracts, stages
 from attnflow.focus_dilution.realtext import SCHEMA as REAL_TEXT
-
-
-@pytest.fixture(scope="module")
-def chain():
-    return hub_family(4, 0.5, 0.3, 0.4, 0.1)
-
-
-@pytest.fixture(scope="module")
-def short_run(chain):
-    """40 GD steps on the population rows: condensation has not ended, no later stage exists."""
-    return training.train_runs(
-        [training.RunSpec(chain, training.population_examples(chain), "short")],
-        steps=40,
-        record_every=4,
-        lr=1.0,
-        dtype="float64",
-    )[0]
 
 
 # ----------------------------------------------------------------------------- stages helpers

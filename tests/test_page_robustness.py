@@ -20,18 +20,6 @@ def chain():
     return hub_family(4, 0.5, 0.3, 0.4, 0.4)
 
 
-@pytest.fixture(scope="module")
-def short_run(chain):
-    """40 GD steps on the population rows: condensation has not ended, no later stage exists."""
-    return training.train_runs(
-        [training.RunSpec(chain, training.population_examples(chain), "short")],
-        steps=40,
-        record_every=4,
-        lr=1.0,
-        dtype="float64",
-    )[0]
-
-
 # ----------------------------------------------------------------------------- the sweep
 def test_sweep_variants_label_chains_and_initializations(chain):
     specs, theta0 = training.sweep_variants(
