@@ -40,3 +40,16 @@ def test_the_publish_workflow_runs_the_readmes_commands_on_a_tag():
     for command in ("make test", "make book"):
         assert command in runs and command in readme, f"{command!r} must be the README's and the workflow's"
     assert any("deploy-pages" in s.get("uses", "") for s in wf["jobs"]["deploy"]["steps"])
+
+
+def test_the_footer_and_export_citation_is_citation_cffs():
+    """The citation every page footer and every exported notebook carries (attnflow.export) names
+    CITATION.cff's title, authors and licence."""
+    from attnflow import export
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert export.TITLE == cff["title"]
+    assert export.AUTHORS == ", ".join(a.get("name") or a["family-names"] for a in cff["authors"])
+    assert cff["license"] in export.LICENCE and "CC BY 4.0" in export.LICENCE
+    assert (ROOT / "LICENSE").exists() and (ROOT / "LICENSE-TEXT").exists()
+    assert f"Version {VERSION}" in export.citation_text()

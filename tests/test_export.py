@@ -159,6 +159,9 @@ def test_every_page_converts_without_myst_left(page):
     assert export.exported_problems(out) == []
     first_code = next(c for c in out.cells if c.cell_type == "code")
     assert export.SETUP_TAG in first_code.metadata["tags"] and "%pip install" in first_code.source
+    last = out.cells[-1]  # the licence and citation cell (issue 25: every exported notebook)
+    assert last.cell_type == "markdown" and export.LICENCE_TAG in last.metadata["tags"]
+    assert f"page `book/{page}`" in last.source and "CC BY 4.0" in last.source and "CITATION.cff" in last.source
     assert all(
         not any(k.startswith(export.GLUE_PREFIX) for k in o.get("data", {}))
         for c in out.cells
@@ -473,3 +476,22 @@ def test_setup_cell_shows_nothing(installed, tmp_path, monkeypatch):
         assert bool(shell.user_ns["data_folders"]) is installed  # it did set the folders after an install
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_exported_notebook_ends_with_licence_and_citation():
+    """Every export says its licence and how to cite it, with the version and source commit, once
+    even when an export is exported again (issue 25: a licence/citation cell in exported notebooks)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A page"), nbformat.v4.new_code_cell("1")])
+    out = export.export_notebook(nb, doc="book/demo/page", version="9.9.9", commit="abc1234")
+    again = export.export_notebook(out, doc="book/demo/page", version="9.9.9", commit="")
+    for o in (out, again):
+        tagged = [c for c in o.cells if export.LICENCE_TAG in c.metadata.get("tags", [])]
+        assert len(tagged) == 1 and o.cells[-1] is tagged[0]
+    text = out.cells[-1].source
+    assert "Version 9.9.9 (commit abc1234)" in text and export.TITLE in text and export.AUTHORS in text
+    assert "CC BY 4.0" in text and "MIT" in text and export.myst_leftovers(text) == []
+    assert out.metadata["attnflow"]["commit"] == "abc1234" and "commit" not in again.metadata["attnflow"]
+    assert "(commit" not in again.cells[-1].source
+    here = export.source_commit(ROOT)
+    assert here is None or re.fullmatch(r"[0-9a-f]{7,}( \(with uncommitted changes\))?", here)
+    assert export.source_commit(ROOT / "book") is None  # not the top of a checkout

@@ -12,6 +12,7 @@ papermill output that still holds the glue outputs) into plain Markdown + LaTeX:
 - ``{cite:p}``/``{cite:t}`` → author–year text from ``book/references.bib`` and a references cell;
 - ``{doc}``/``{ref}``/``{prf:ref}``/``{numref}``/``{eq}`` → plain text (a link when ``base_url`` is
   given); relative links to book sources likewise; ``{math}`` → ``$…$``; ``(label)=`` → an anchor;
+- a last cell with the licence and how to cite the book (version and commit);
 - a set-up cell first among the code cells: ``import attnflow`` or ``%pip install attnflow==VERSION``,
   then :func:`attnflow.resources.activate` so the page finds its stand-in data in any folder.
 
@@ -44,11 +45,24 @@ __all__ = [
     "SETUP_TAG",
     "TEXT_VALUES_TAG",
     "text_values_cell",
+    "LICENCE_TAG",
+    "TITLE",
+    "AUTHORS",
+    "LICENCE",
+    "source_commit",
+    "citation_text",
+    "licence_cell",
 ]
 
 SETUP_TAG = "attnflow-setup"
 TEXT_VALUES_TAG = "attnflow-text-values"
 GLUE_PREFIX = "application/papermill.record/"
+LICENCE_TAG = "attnflow-licence"
+# How to cite the book and under which terms (CITATION.cff, LICENSE, LICENSE-TEXT; tests/test_citation.py
+# checks these against CITATION.cff): the footer of every book page and the last cell of every export.
+TITLE = "attnflow: how attention learns under gradient flow"
+AUTHORS = "the attnflow authors"
+LICENCE = "text and figures CC BY 4.0 (LICENSE-TEXT), code MIT (LICENSE)"
 
 
 class ExportError(ValueError):
@@ -612,6 +626,59 @@ def install_cell_source(version: str | None = None, spec: str | None = None) -> 
     )
 
 
+def source_commit(root: str | Path | None = None) -> str | None:
+    """The short git commit of the checkout at ``root`` (the repository of this module when None),
+    ``"<hash> (with uncommitted changes)"`` for a dirty tree; None outside a git checkout (a wheel)."""
+    import subprocess
+
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=20
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (commit + (" (with uncommitted changes)" if dirty else "")) if commit else None
+
+
+def citation_text(version: str | None = None, commit: str | None = None, year: str | None = None) -> str:
+    """``the attnflow authors (YEAR). attnflow: … Version V (commit C).`` as CITATION.cff cites it."""
+    import datetime
+
+    from attnflow import __version__
+
+    year = year or str(datetime.date.today().year)
+    built = f" (commit {commit})" if commit else ""
+    return f"{AUTHORS} ({year}). *{TITLE}*. Version {version or __version__}{built}."
+
+
+def licence_cell(doc: str | None = None, version: str | None = None, commit: str | None = None):
+    """The last cell of an exported notebook: where it comes from, its licence, how to cite it."""
+    import nbformat
+
+    page = f" (page `{doc}`)" if doc else ""
+    text = "\n".join(
+        [
+            "---",
+            "",
+            f"**Licence and citation.** This notebook{page} is part of the attnflow book, {LICENCE}: "
+            "you may share and adapt it with attribution.",
+            f"Cite it as: {citation_text(version, commit)} See `CITATION.cff` in the repository, and cite "
+            "the paper this page reproduces (its references).",
+        ]
+    )
+    return nbformat.v4.new_markdown_cell(text, metadata={"tags": [LICENCE_TAG]})
+
+
 def text_values_cell(quoted: dict[str, str]):
     """The hidden cell after a paragraph that quotes glued numbers: on a re-run it shows this run's
     values where they differ from the book defaults' the text carries (:func:`attnflow.display.text_values`)."""
@@ -667,6 +734,7 @@ def export_notebook(
     install: bool = True,
     install_spec: str | None = None,
     version: str | None = None,
+    commit: str | None = None,
     strict: bool = False,
 ):
     """A copy of executed notebook ``nb`` that renders in plain Jupyter (module docstring).
@@ -675,6 +743,8 @@ def export_notebook(
     ``bib``/``index``: the book's bibliography and labels (:meth:`Bibliography.from_file`,
     :meth:`BookIndex.scan`); ``base_url``: the published book, for links (else plain text);
     ``install_spec``: what the set-up cell installs (default ``attnflow==<version>``);
+    ``commit``: the source commit named in the licence and citation cell (default: this checkout's,
+    none outside a git checkout; ``""`` for none);
     ``strict``: raise :class:`ExportError` on a missing glue value or leftover MyST."""
     import nbformat
 
@@ -702,6 +772,9 @@ def export_notebook(
     if ctx.cited and ctx.bib.entries:
         refs = ["## References", ""] + [f"- {ctx.bib.full(k)}" for k in ctx.cited if k in ctx.bib.entries]
         nb.cells.append(nbformat.v4.new_markdown_cell("\n".join(refs)))
+    commit = source_commit() if commit is None else (commit or None)
+    nb.cells = [c for c in nb.cells if LICENCE_TAG not in (c.metadata.get("tags") or [])]  # re-exported
+    nb.cells.append(licence_cell(doc, version, commit))
     if install:
         cell = nbformat.v4.new_code_cell(install_cell_source(version, install_spec), metadata={"tags": [SETUP_TAG]})
         first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
@@ -712,6 +785,8 @@ def export_notebook(
     from attnflow import __version__
 
     nb.metadata["attnflow"] = {"page": doc, "version": version or __version__, "exported_by": "attnflow.export"}
+    if commit:
+        nb.metadata["attnflow"]["commit"] = commit
     _ensure_ids(nb)
     if strict:
         left = [
