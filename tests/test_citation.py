@@ -8,6 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,3 +54,38 @@ def test_the_footer_and_export_citation_is_citation_cffs():
     assert cff["license"] in export.LICENCE and "CC BY 4.0" in export.LICENCE
     assert (ROOT / "LICENSE").exists() and (ROOT / "LICENSE-TEXT").exists()
     assert f"Version {VERSION}" in export.citation_text()
+
+
+FOOTER_CONF = """
+extensions = ["attnflow_book.sphinx_ext"]
+html_theme = "sphinx_book_theme"
+html_theme_options = {"extra_footer": "<p>my course</p>"}
+"""
+
+
+def test_every_page_footer_names_version_commit_licence_and_citation(tmp_path):
+    """Built with the book's theme and extension, each page's footer carries the version and the
+    commit (issue 25: until now only the reproducibility page had them), after _config.yml's own."""
+    pytest.importorskip("sphinx_book_theme")
+    from sphinx.cmd.build import build_main
+
+    from attnflow import __version__, export
+    from attnflow_book import sphinx_ext
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(FOOTER_CONF)
+    (src / "index.rst").write_text("Home\\n====\\n\\n.. toctree::\\n\\n   other\\n")
+    (src / "other.rst").write_text("Other\\n=====\\n\\ntext\\n")
+    assert build_main(["-q", "-b", "html", str(src), str(tmp_path / "out")]) == 0
+    for name in ("index.html", "other.html"):
+        html = (tmp_path / "out" / name).read_text(encoding="utf-8")
+        assert html.count('class="attnflow-footer"') == 1, name
+        line = html[html.index('class="attnflow-footer"') :].split("</p>", 1)[0]
+        assert f"attnflow {__version__} · commit " in line and "CC BY 4.0" in line and "CITATION.cff" in line
+        assert html.index("my course") < html.index('class="attnflow-footer"')
+    assert "commit unknown" in sphinx_ext.footer_html(commit=None)
+    assert "commit abc1234 (with uncommitted changes)" in sphinx_ext.footer_html(
+        commit="abc1234 (with uncommitted changes)"
+    )
+    assert export.TITLE in sphinx_ext.footer_html()

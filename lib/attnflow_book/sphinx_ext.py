@@ -6,7 +6,8 @@ every notebook has executed, and the records folder is emptied when the build st
 table is never stale. A notebook page of the table of contents that recorded no claim, or a
 failed claim, is a Sphinx warning, which fails the strict (``-W``) build.
 
-``{attnflow-environment}`` renders versions, git commit, device and the seed policy.
+``{attnflow-environment}`` renders versions, git commit, device and the seed policy; every page's
+footer names the version and commit the book was built from, its licence and citation.
 
 ``{attnflow-power}`` renders ``book/power.yml``, the kill table of ``tests/test_power.py``: the bugs
 the pages' checks are shown to catch (claim, page, bug, parameters).
@@ -775,6 +776,39 @@ def _unsigned_zeros(app, doctree, fromdocname) -> None:
 # --- scripts emitted twice --------------------------------------------------------------------
 
 
+def footer_html(version: str | None = None, commit: str | None = None, year: str | None = None) -> str:
+    """The line under every page: the package version and source commit the book was built from,
+    its licence and how to cite it (:mod:`attnflow.export`'s citation, as in CITATION.cff)."""
+    import datetime
+    import html
+
+    from attnflow import __version__, export
+
+    version = version or __version__
+    year = year or str(datetime.date.today().year)
+    built = f" · commit {html.escape(commit)}" if commit else " · commit unknown (not built from a git checkout)"
+    return (
+        f'<p class="attnflow-footer">attnflow {html.escape(version)}{built} · '
+        f"{html.escape(export.LICENCE)} · cite as: {html.escape(export.AUTHORS)} ({year}), "
+        f"<em>{html.escape(export.TITLE)}</em>, version {html.escape(version)} (CITATION.cff)</p>"
+    )
+
+
+def _set_footer(app) -> None:
+    from attnflow import export
+
+    app.env.attnflow_footer = footer_html(commit=export.source_commit(app.confdir) or export.source_commit())
+
+
+def _footer(app, pagename, templatename, context, doctree) -> None:
+    """Every page's footer (sphinx-book-theme's ``extra_footer``) names the version and commit, after
+    any ``html: extra_footer`` of _config.yml."""
+    ours = getattr(app.env, "attnflow_footer", None) or footer_html()
+    mine = context.get("theme_extra_footer") or ""
+    if ours not in mine:
+        context["theme_extra_footer"] = mine + ours
+
+
 def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     """Drop the second copy of an inline script (Sphinx 7.4 keeps one with ``filename=None`` and
     one with ``''`` for scripts added after the builder's init): two ``const`` declarations of
@@ -947,6 +981,8 @@ def setup(app):
     app.connect("doctree-resolved", _unsigned_zeros)
     app.connect("doctree-read", _plain_titles, priority=900)  # after Sphinx's title/toc collectors
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("builder-inited", _set_footer)
+    app.connect("html-page-context", _footer)
     app.connect("build-finished", _prune_mathjax, priority=900)  # after sphinx-mathjax-offline's copy
     app.connect("build-finished", _plain_search, priority=900)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
