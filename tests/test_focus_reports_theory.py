@@ -117,7 +117,10 @@ def test_property_closed_form_gradient_equals_autograd_on_the_hub_family(n, a_h,
     grads = torch.autograd.grad(mc.population_loss(markov)(theta), list(theta.values()))
     flat = np.concatenate([v.detach().numpy().ravel() for v in theta.values()])
     assert np.allclose(
-        mc.population_grad(markov)(flat), np.concatenate([g.numpy().ravel() for g in grads]), rtol=1e-10, atol=1e-14
+        model.PopulationGrad(markov, mc.d_model, mc.score_scale)(flat),
+        np.concatenate([g.numpy().ravel() for g in grads]),
+        rtol=1e-10,
+        atol=1e-14,
     )
 
 

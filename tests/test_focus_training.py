@@ -314,14 +314,13 @@ def test_start_page_builds_the_chain_and_seeds():
     assert np.array_equal(markov.P, make_chain(cfg).P) and np.array_equal(again.P, markov.P)
 
 
-def test_flow_and_trained_start_together_and_equal_the_explicit_calls():
-    """The helper is the setup the pages cycle and pca_trajectories wrote out: same data, same θ(0),
-    same settings — so moving it into lib changes no result."""
+def test_page_flow_and_trained_runs_start_together_and_equal_the_explicit_calls():
+    """The set-up the pages cycle and pca_trajectories write out: same data, same θ(0), same settings."""
     from attnflow.focus_dilution import runs
 
     cfg = page_cfg()
     markov = pagesetup.start_training_page(cfg)
-    flow, trained = pagesetup.flow_and_trained(cfg, markov, dtype="float64")
+    flow, trained = pagesetup.page_flow(cfg, markov), pagesetup.trained_runs(cfg, markov, "float64", n_seeds=1)[0]
     horizon = cfg.lr * cfg.steps
     assert flow.t[-1] == pytest.approx(horizon) and trained.t[-1] == pytest.approx(horizon)
     for name in model.PARAM_NAMES:  # the same initial θ

@@ -92,13 +92,6 @@ def test_attend_self_gives_the_query_attention():
     assert torch.all(out.attn[:, -1] > 0)
 
 
-def test_factorized_zero_init_is_refused():
-    model = SelfAttention(ModelConfig("FAFO", 26, 5))
-    with pytest.raises(ParameterError, match="saddle"):
-        model.init_zero()
-    SelfAttention(ModelConfig("CACO", 26, 5)).init_zero()
-
-
 def test_bad_parametrization_names_the_parameter():
     with pytest.raises(ParameterError, match="parametrization"):
         ModelConfig("XYZW", 26, 5)

@@ -118,7 +118,7 @@ def test_detect_labels_a_full_synthetic_cycle():
     assert st.stages[0].end == pytest.approx(cond_end, rel=0.03)
     assert [s.cycle for s in st.find("focus")] == [1, 2]
     # plateau levels: the loss between the steps
-    lv = st.plateau_levels()
+    lv = [s.level for s in st.find("plateau")]
     assert lv[0] == pytest.approx(1.6 - 0.08, abs=2e-3) and lv[1] == pytest.approx(1.6 - 0.10, abs=2e-3)
     # the escape ends with the loss transition it triggers (the third step)
     assert st.first("escape").end == pytest.approx(step_edges(STEPS[2][0], STEPS[2][2], 0.05)[1], rel=0.03)

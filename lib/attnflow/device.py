@@ -8,9 +8,8 @@ import contextlib
 import torch
 from threadpoolctl import threadpool_limits
 
-__all__ = ["resolve", "THEORY_DTYPE", "EXPERIMENT_DTYPE", "describe", "cpu_threads", "single_threaded"]
+__all__ = ["resolve", "EXPERIMENT_DTYPE", "describe", "cpu_threads", "single_threaded"]
 
-THEORY_DTYPE = torch.float64  # flows, closed forms, parity checks
 EXPERIMENT_DTYPE = torch.float32  # discrete training and sweeps
 DEVICES = ("auto", "cpu", "cuda")
 

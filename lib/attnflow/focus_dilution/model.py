@@ -134,9 +134,6 @@ class ModelConfig:
     def population_loss(self, chain: MarkovChain, dtype=torch.float64, device="cpu") -> "PopulationLoss":
         return PopulationLoss(chain, self.score_scale, dtype=dtype, device=device)
 
-    def population_grad(self, chain: MarkovChain) -> "PopulationGrad":
-        return PopulationGrad(chain, self.d_model, self.score_scale)
-
 
 @dataclass(frozen=True)
 class Population:

@@ -22,7 +22,6 @@ __all__ = [
     "start_training_page",
     "train_settings",
     "page_flow",
-    "flow_and_trained",
     "data_seeds",
     "trained_runs",
     "page_flow_until",
@@ -76,14 +75,6 @@ def page_flow(cfg, chain: MarkovChain) -> runs.FlowRun:
         score_scale=cfg.score_scale,
         t_eval=runs.time_grid(cfg.lr * cfg.steps),
     )
-
-
-def flow_and_trained(cfg, chain: MarkovChain, dtype: str = "float32") -> tuple[runs.FlowRun, TrainRun]:
-    """The population flow and one full-batch run trained on ``cfg.n_samples`` sequences of length
-    ``cfg.seq_len`` sampled from ``chain`` (seed ``cfg.data_seed``), from the same θ(0) (claims B1,
-    B6–B9 on finite samples, spec Q7)."""
-    flow = page_flow(cfg, chain)
-    return flow, trained_runs(cfg, chain, dtype, n_seeds=1)[0]
 
 
 def data_seeds(cfg, n_seeds: int | None = None) -> list[int]:

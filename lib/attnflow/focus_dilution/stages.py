@@ -121,10 +121,6 @@ class Stages:
     def letters(self) -> str:
         return letters(self.names())
 
-    def plateau_levels(self) -> list[float]:
-        """Loss levels of the plateaus after condensation, in time order."""
-        return [s.level for s in self.stages if s.name == "plateau"]
-
     def table(self) -> list[dict]:
         return [dict(stage=s.name, cycle=s.cycle, start=s.start, end=s.end, loss=s.level) for s in self.stages]
 
@@ -140,18 +136,6 @@ def _check(t, y, name: str) -> tuple[np.ndarray, np.ndarray]:
     if np.any(np.diff(t) <= 0):
         raise ValueError(f"{name}: times must be strictly increasing")
     return t, y
-
-
-def _crossing(t, y, level, i0, i1) -> float:
-    """First time in [t[i0], t[i1]] at which y reaches ``level`` (moving from y[i0]), interpolated."""
-    sign = 1.0 if y[i1] >= y[i0] else -1.0
-    for i in range(i0, i1 + 1):
-        if sign * (y[i] - level) >= 0:
-            if i == i0:
-                return float(t[i])
-            f = (level - y[i - 1]) / (y[i] - y[i - 1])
-            return float(t[i - 1] + f * (t[i] - t[i - 1]))
-    return float(t[i1])
 
 
 def loss_transitions(

@@ -41,7 +41,6 @@ __all__ = [
     "sharpness",
     "step_sharpness",
     "first_unstable",
-    "check_seed_mean",
     "sweep_variants",
     "by_label",
     "variant_rows",
@@ -53,7 +52,6 @@ __all__ = [
     "growth_after_dilution",
     "first_move",
     "aligned_apart",
-    "MAJORITY",
     "POSITIONS",
     "OPTIMIZERS",
     "DTYPES",
@@ -306,24 +304,6 @@ def step_sharpness(run, lr: float, times) -> dict[float, float]:
 def first_unstable(profile: dict[float, float]) -> float:
     """The first time of a :func:`step_sharpness` profile with η λ_max ≥ 2 (NaN: none)."""
     return next((t for t, v in profile.items() if v >= 2), float("nan"))
-
-
-MAJORITY = 2 / 3  # finite_sample's point-share rule only (its move to claims.check_share is not done yet)
-
-
-def check_seed_mean(claim_id: str, values, *, domain, what: str, **kw):
-    """``claims.check_mean`` on ``values`` (one per seed where the measured stage exists). Outside its ``domain``
-    (which counts those seeds) the claim is recorded outside and no statistic is computed, so ``values`` may be
-    empty there; inside it they cannot be: none there is a bug of the caller's domain (AssertionError)."""
-    from attnflow import claims
-
-    values = [float(v) for v in values]
-    if domain and not values:
-        raise AssertionError(
-            f"claim {claim_id}: no per-seed values inside the domain ({domain.text}); the domain "
-            "must require the seeds the statistic is computed over"
-        )
-    return claims.check_mean(claim_id, values, domain=domain, what=what, **kw)
 
 
 # ----------------------------------------------------------------------------- sweeps of one parameter at a time

@@ -37,7 +37,6 @@ __all__ = [
     "REAL_SQUAD",
     "REAL_HATEXPLAIN",
     "REAL_SVA",
-    "REAL",
     "BY_PAGE",
     "SYNTHETIC_OPTIMIZERS",
     "REAL_OPTIMIZERS",
@@ -339,7 +338,6 @@ def _real(name: str) -> Schema:
 
 
 REAL_SQUAD, REAL_HATEXPLAIN, REAL_SVA = _real("squad"), _real("hatexplain"), _real("sva")
-REAL = {"squad": REAL_SQUAD, "hatexplain": REAL_HATEXPLAIN, "sva": REAL_SVA}  # dataset name -> schema
 
 BY_PAGE = {
     s.key: s

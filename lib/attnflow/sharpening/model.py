@@ -209,14 +209,6 @@ class SelfAttention(nn.Module):
     def ov_names(self) -> tuple[str, ...]:
         return OV_NAMES[self.factorized_ov]
 
-    def W_qk_eff(self) -> torch.Tensor:
-        """The collapsed QK matrix W_QK (d, d), = W_Q W_Kᵀ when factorized."""
-        return effective_circuits({n: getattr(self, n) for n in self.qk_names + self.ov_names})[0]
-
-    def W_ov_eff(self) -> torch.Tensor:
-        """The collapsed OV matrix W_OV (K, d), = W_O W_V when factorized."""
-        return effective_circuits({n: getattr(self, n) for n in self.qk_names + self.ov_names})[1]
-
     def groups(self, lr_qk: float, lr_ov: float) -> dict[str, tuple[list[nn.Parameter], float]]:
         """Parameter groups {"qk": (params, η_QK), "ov": (params, η_OV)} for ``attnflow.train``."""
         return {
@@ -278,17 +270,4 @@ class SelfAttention(nn.Module):
         with torch.no_grad():
             for p in self.parameters():
                 p.copy_(std * torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.dtype))
-        return self
-
-    def init_zero(self) -> "SelfAttention":
-        """Zero (symmetric) initialization; only for collapsed circuits — zero is a saddle of a
-        factorized circuit, which would never move (use ``reduction.init_on_manifold``)."""
-        if self.factorized_qk or self.factorized_ov:
-            raise ParameterError(
-                f"parameter 'init': zero initialization of {self.cfg.parametrization} leaves its factorized "
-                f"circuit at a saddle (no gradient); use a small balanced or Gaussian initialization"
-            )
-        with torch.no_grad():
-            for p in self.parameters():
-                p.zero_()
         return self

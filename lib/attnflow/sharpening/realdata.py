@@ -59,11 +59,9 @@ __all__ = [
     "TITLES",
     "PAD",
     "SEP",
-    "DATASETS",
 ]
 
 PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
-DATASETS = ("squad", "hatexplain", "sva")
 TITLES = {"squad": "SQuAD", "hatexplain": "HateXplain", "sva": "SVA"}
 SUBSET_SEED = 0  # fixed random subsets: training rows from its data stream, held-out rows from its eval stream
 SHORT = {

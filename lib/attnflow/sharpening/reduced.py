@@ -150,15 +150,6 @@ class ReducedSystem:
         phi = a / 2 if self.factorized_ov else a**2 / 2
         return 2 * r * b * phi if self.factorized_qk else r * phi
 
-    def odds_law(self, t):
-        """Odds in t (Theorem 4 table), L = log t: CACO r L²/2, CAFO r L/2, FACO 2r L² log L,
-        FAFO r L log L (Theorem 3 with a ≈ L and b ≈ 2 log L or log L)."""
-        L = np.log(np.asarray(t, dtype=float))
-        r = self.lr_ratio
-        return {"CACO": r * L**2 / 2, "CAFO": r * L / 2, "FACO": 2 * r * L**2 * np.log(L), "FAFO": r * L * np.log(L)}[
-            self.parametrization
-        ]
-
     def check_horizon(self, horizon: float) -> None:
         """HorizonError when e^a or e^b would overflow float64 by t = horizon (Theorem 4 laws)."""
         if not (math.isfinite(horizon) and horizon > 0):
