@@ -121,6 +121,63 @@ def test_pasted_negative_zero_is_unsigned():
     assert [n.astext() for n in tree.findall(nodes.inline)] == ["0.0000", "-0.0002"]
 
 
+@pytest.mark.parametrize(
+    "text, prose",
+    [
+        ("1e+06", "10⁶"),
+        ("2.5e-07", "2.5 × 10⁻⁷"),
+        ("-3e+00", "-3"),
+        ("1.0E+12", "10¹²"),
+        (" 4e+05 ", " 4 × 10⁵ "),
+        ("1e6 steps", "1e6 steps"),
+        ("0.25", "0.25"),
+        ("x1e+06", "x1e+06"),
+    ],
+)
+def test_prose_exponent(text, prose):
+    assert display.prose_exponent(text) == prose
+
+
+def test_glued_numbers_in_prose_have_no_e_notation():
+    """``{glue:text}`n:g``` of a million read "1e+06" in the prose (issue 25, item 10): in the book's
+    pages (the pasted text) and in exported notebooks (format_plain_text) it reads 10⁶."""
+    assert display.format_plain_text("1000000.0", "g") == "10⁶"
+    assert display.format_plain_text("2.5e-07", ".2g") == "2.5 × 10⁻⁷"
+    assert display.format_plain_text("0.001", "g") == "0.001"
+    tree = nodes.paragraph()
+    tree += nodes.inline("1e+06", "1e+06", classes=["pasted-text"])
+    tree += nodes.literal("1e+06", "1e+06")  # code stays as written
+    sphinx_ext._unsigned_zeros(None, tree, "x")
+    assert [n.astext() for n in tree.children] == ["10⁶", "1e+06"]
+
+
+def test_execution_table_marks_are_plain_text_not_emoji():
+    """myst-nb's {nb-exec-table} marks a run ✅/❌, emoji that show as empty boxes without an emoji
+    font (issue 25, item 10); the book shows ✔/✘ (text fonts), code is left as written."""
+    from myst_nb.ext.execution_tables import make_stat_table
+
+    meta = {
+        "a": {"exec_data": {"mtime": 0.0, "method": "cache", "runtime": 1.0, "succeeded": True, "error": None}},
+        "b": {
+            "exec_data": {
+                "mtime": 0.0,
+                "method": "cache",
+                "runtime": 1.0,
+                "succeeded": False,
+                "error": "CellExecutionError",
+            }
+        },
+    }
+    doc = nodes.section()
+    doc += make_stat_table("reproducibility", meta)
+    doc += nodes.literal_block("✅", "✅")
+    assert "✅" in doc.astext()
+    sphinx_ext._plain_marks(None, doc, "reproducibility")
+    table = doc.children[0].astext()
+    assert "✅" not in table and "❌" not in table and "✔" in table and "✘" in table
+    assert doc.children[1].astext() == "✅"
+
+
 def test_duplicate_inline_scripts_are_dropped():
     from sphinx.builders.html._assets import _JavaScript
 

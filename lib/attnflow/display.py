@@ -98,7 +98,7 @@ def format_plain_text(text: str, fmt_spec: str) -> str:
         value = int(value)
     elif t in "eEfFgGn%":
         value = float(value)
-    return unsigned_zero_text(format(value, fmt_spec))
+    return prose_exponent(unsigned_zero_text(format(value, fmt_spec)))
 
 
 def _cited_keys(cited: dict[str, str]) -> list[str]:
@@ -178,6 +178,28 @@ def unsigned_zero(value: Any) -> Any:
     if isinstance(value, float) and value == 0.0:
         return 0.0
     return value
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_E_NUMBER = re.compile(r"([-\u2212]?)(\d+(?:\.\d*)?)[eE]([-+]?)(\d+)")
+
+
+def prose_exponent(text: str) -> str:
+    """A number formatted in e-notation, as prose writes it: "1e+06" -> "10⁶", "2.5e-07" -> "2.5 × 10⁻⁷",
+    "-3e+00" -> "-3"; any other text ("1e6 steps", "0.25", "x1e+06") is unchanged."""
+    t = text.strip()
+    m = _E_NUMBER.fullmatch(t)
+    if not m:
+        return text
+    sign, mantissa, esign, digits = m.groups()
+    exponent = int(digits) * (-1 if esign == "-" else 1)
+    if exponent == 0:
+        shown = sign + mantissa
+    elif mantissa in ("1", "1.", "1.0"):
+        shown = f"{sign}10{str(exponent).translate(_SUPERSCRIPT)}"
+    else:
+        shown = f"{sign}{mantissa} × 10{str(exponent).translate(_SUPERSCRIPT)}"
+    return text.replace(t, shown, 1)
 
 
 def unsigned_zero_text(text: str) -> str:

@@ -762,15 +762,31 @@ def _plain_search(app, exc) -> None:
 
 
 def _unsigned_zeros(app, doctree, fromdocname) -> None:
-    from attnflow.display import unsigned_zero_text
+    """Glued numbers as prose writes them: no sign on a zero, no e-notation ("1e+06" -> "10⁶")."""
+    from attnflow.display import prose_exponent, unsigned_zero_text
 
     for node in list(doctree.findall(nodes.inline)):
         if "pasted-text" in node.get("classes", []):
             text = node.astext()
-            fixed = unsigned_zero_text(text)
+            fixed = prose_exponent(unsigned_zero_text(text))
             if fixed != text:
                 node.children = []
                 node += nodes.Text(fixed)
+
+
+# Marks drawn from an emoji font (myst-nb's {nb-exec-table} status column): without one installed
+# they are empty boxes ("tofu"); the ledger's own marks are in the common text fonts.
+PLAIN_MARKS = {"✅": "✔", "❌": "✘"}
+
+
+def _plain_marks(app, doctree, fromdocname) -> None:
+    for node in list(doctree.findall(nodes.Text)):
+        if isinstance(node.parent, (nodes.literal_block, nodes.literal)):
+            continue
+        text = str(node)
+        fixed = "".join(PLAIN_MARKS.get(ch, ch) for ch in text)
+        if fixed != text:
+            node.parent.replace(node, nodes.Text(fixed))
 
 
 # --- scripts emitted twice --------------------------------------------------------------------
@@ -979,6 +995,7 @@ def setup(app):
     app.connect("doctree-resolved", _fill_power)
     app.connect("doctree-resolved", _fill_domains)
     app.connect("doctree-resolved", _unsigned_zeros)
+    app.connect("doctree-resolved", _plain_marks)
     app.connect("doctree-read", _plain_titles, priority=900)  # after Sphinx's title/toc collectors
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("builder-inited", _set_footer)
