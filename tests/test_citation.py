@@ -85,7 +85,7 @@ def test_every_page_footer_names_version_commit_licence_and_citation(tmp_path):
         assert f"attnflow {__version__} · commit " in line and "CC BY 4.0" in line and "CITATION.cff" in line
         assert html.index("my course") < html.index('class="attnflow-footer"')
     assert "commit unknown" in sphinx_ext.footer_html(commit=None)
-    assert "commit abc1234 (with uncommitted changes)" in sphinx_ext.footer_html(
-        commit="abc1234 (with uncommitted changes)"
+    assert "commit abc1234, with uncommitted changes" in sphinx_ext.footer_html(
+        commit="abc1234, with uncommitted changes"
     )
     assert export.TITLE in sphinx_ext.footer_html()

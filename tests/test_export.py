@@ -495,5 +495,40 @@ def test_exported_notebook_ends_with_licence_and_citation():
     assert out.metadata["attnflow"]["commit"] == "abc1234" and "commit" not in again.metadata["attnflow"]
     assert "(commit" not in again.cells[-1].source
     here = export.source_commit(ROOT)
-    assert here is None or re.fullmatch(r"[0-9a-f]{7,}( \(with uncommitted changes\))?", here)
+    assert here is None or re.fullmatch(r"[0-9a-f]{7,}(, with uncommitted changes)?", here)
     assert export.source_commit(ROOT / "book") is None  # not the top of a checkout
+
+
+def test_a_runs_injected_parameters_become_the_parameters_cell():
+    """A profile export held papermill's injected cell after the parameters cell, so a student's
+    edit of the parameters cell was silently replaced on re-run (issue 25, item 10). The export
+    writes the run's values into the parameters cell (comments kept) and drops the injected cell."""
+    from attnflow.runner.kernel import prepare  # the runner's papermill injection
+
+    src = 'd = 4                 # dimension d (≤ 8)\nlrs = [0.5,\n       1.0]  # rates\nname = "a"  # label'
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# A page"),
+            nbformat.v4.new_code_cell(src, metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell("print(d, lrs, name)"),
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    run = prepare(nb, {"d": 2, "lrs": [0.25], "seed": 3})
+    assert any("injected-parameters" in c.metadata["tags"] for c in run.cells)
+    out = export.export_notebook(run, doc="book/demo/page", commit="")
+    assert not any("injected-parameters" in c.metadata.get("tags", []) for c in out.cells)
+    (par,) = [c for c in out.cells if "parameters" in c.metadata.get("tags", [])]
+    assert par.source.splitlines() == [
+        "d = 2                 # dimension d (≤ 8)",
+        "lrs = [0.25]  # rates",
+        'name = "a"  # label',
+        "seed = 3  # set by this run",
+    ]
+    # a student's edit of the parameters cell is what the page then runs with: nothing re-assigns it
+    code = [c.source for c in out.cells if c.cell_type == "code" and export.SETUP_TAG not in c.metadata["tags"]]
+    ns: dict = {}
+    exec(code[0].replace("d = 2", "d = 6"), ns)
+    assigned = {t.id for s in code[1:] for n in ast.walk(ast.parse(s)) if isinstance(n, ast.Assign) for t in n.targets}
+    assert ns["d"] == 6 and "d" not in assigned
+    assert export.fold_injected_parameters(out) == []  # nothing left to fold

@@ -12,6 +12,7 @@ papermill output that still holds the glue outputs) into plain Markdown + LaTeX:
 - ``{cite:p}``/``{cite:t}`` → author–year text from ``book/references.bib`` and a references cell;
 - ``{doc}``/``{ref}``/``{prf:ref}``/``{numref}``/``{eq}`` → plain text (a link when ``base_url`` is
   given); relative links to book sources likewise; ``{math}`` → ``$…$``; ``(label)=`` → an anchor;
+- papermill's injected parameters (a run with a profile or ``-p``) folded into the parameters cell;
 - a last cell with the licence and how to cite the book (version and commit);
 - a set-up cell first among the code cells: ``import attnflow`` or ``%pip install attnflow==VERSION``,
   then :func:`attnflow.resources.activate` so the page finds its stand-in data in any folder.
@@ -52,6 +53,7 @@ __all__ = [
     "source_commit",
     "citation_text",
     "licence_cell",
+    "fold_injected_parameters",
 ]
 
 SETUP_TAG = "attnflow-setup"
@@ -628,7 +630,7 @@ def install_cell_source(version: str | None = None, spec: str | None = None) -> 
 
 def source_commit(root: str | Path | None = None) -> str | None:
     """The short git commit of the checkout at ``root`` (the repository of this module when None),
-    ``"<hash> (with uncommitted changes)"`` for a dirty tree; None outside a git checkout (a wheel)."""
+    ``"<hash>, with uncommitted changes"`` for a dirty tree; None outside a git checkout (a wheel)."""
     import subprocess
 
     root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
@@ -647,7 +649,7 @@ def source_commit(root: str | Path | None = None) -> str | None:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
-    return (commit + (" (with uncommitted changes)" if dirty else "")) if commit else None
+    return (commit + (", with uncommitted changes" if dirty else "")) if commit else None
 
 
 def citation_text(version: str | None = None, commit: str | None = None, year: str | None = None) -> str:
@@ -690,6 +692,54 @@ def text_values_cell(quoted: dict[str, str]):
     )
     meta = {"tags": [TEXT_VALUES_TAG, "remove-input"], "jupyter": {"source_hidden": True}}
     return nbformat.v4.new_code_cell(source, metadata=meta)
+
+
+INJECTED_TAG = "injected-parameters"  # papermill's cell of a run's parameters, after the page's own
+
+
+def fold_injected_parameters(nb) -> list[str]:
+    """Move papermill's injected parameters into the page's parameters cell and drop the injected
+    cell; returns the names changed. In a run with a profile or ``-p`` values the injected cell
+    came after the parameters cell, so a student's edit there was silently replaced on re-run;
+    now the parameters cell holds this run's values (its comments kept) and is the only one."""
+    import ast
+
+    tags = [list(c.metadata.get("tags", []) or []) for c in nb.cells]
+    inj = [i for i, t in enumerate(tags) if INJECTED_TAG in t and nb.cells[i].cell_type == "code"]
+    par = next((i for i, t in enumerate(tags) if "parameters" in t and nb.cells[i].cell_type == "code"), None)
+    if not inj or par is None:
+        return []
+    values: dict[str, str] = {}
+    for i in inj:
+        src = nb.cells[i].source
+        for node in ast.parse(src).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = ast.get_source_segment(src, node.value)
+    lines = nb.cells[par].source.split("\n")
+    spans = []  # (first line, first col, last line, end col, name) of each top-level assignment's value
+    for node in ast.parse(nb.cells[par].source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            v = node.value
+            spans.append((v.lineno - 1, v.col_offset, v.end_lineno - 1, v.end_col_offset, node.targets[0].id))
+    changed, seen = [], set()
+    for a, ca, b, cb, name in sorted(spans, reverse=True):  # from the bottom: earlier offsets stay valid
+        seen.add(name)
+        if name not in values:
+            continue
+        # ast's columns count UTF-8 bytes
+        head = lines[a].encode()[:ca].decode()
+        tail = lines[b].encode()[cb:].decode()
+        old = "\n".join(lines[a : b + 1]).encode()
+        old_text = old[ca : len(old) - (len(lines[b].encode()) - cb)].decode()
+        if old_text != values[name]:
+            changed.append(name)
+        lines[a : b + 1] = (head + values[name] + tail).split("\n")
+    extra = [n for n in values if n not in seen]
+    lines += [f"{n} = {values[n]}  # set by this run" for n in extra]
+    nb.cells[par].source = "\n".join(lines)
+    for i in reversed(inj):
+        del nb.cells[i]
+    return sorted(changed) + extra
 
 
 def _clean_outputs(cell) -> None:
@@ -749,6 +799,7 @@ def export_notebook(
     import nbformat
 
     nb = copy.deepcopy(nb)
+    fold_injected_parameters(nb)
     ctx = _Context(load_glue(nb, glue_json), bib or Bibliography(), index or BookIndex(), doc, base_url)
     cells = []
     for cell in nb.cells:
