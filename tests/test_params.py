@@ -210,3 +210,17 @@ def test_a_bad_cost_limit_is_refused_by_name(raw, monkeypatch):
         P.cost_limit()
     monkeypatch.setenv("ATTNFLOW_MAX_SECONDS", "60")
     assert P.cost_limit() == 60.0
+
+
+def test_a_refused_value_removes_the_previous_runs_config():
+    """After a validation error the old ``cfg`` stayed live in the kernel, so the next cells ran on
+    the previous values (issue 25, item 10): it is removed and the error says so."""
+    ns = dict(GOOD)
+    ns["cfg"] = validate(dict(GOOD), SCHEMA)
+    ns["other"] = validate({"x": 1}, Schema("test/other", x=Param(int)))  # another page's: kept
+    ns["d"] = 99
+    with pytest.raises(ParameterError, match=r"d.*99.*the previous run's `cfg` is removed"):
+        validate(ns, SCHEMA)
+    assert "cfg" not in ns and ns["other"].x == 1
+    ns["d"] = 4
+    assert validate(ns, SCHEMA).d == 4

@@ -412,7 +412,34 @@ def validate(namespace: Mapping[str, Any], schema: Schema) -> SimpleNamespace:
     parameter. The page key is registered with the claims ledger (in memory; nothing is written
     by validation) so that ``claims.check`` knows which page it is on.
     Returns a namespace holding the checked values (``cfg.n_classes``, ...).
+
+    When the values are refused, a config of this page that an earlier run left in ``namespace``
+    (``cfg``) is removed and the error says so: the cells after it then stop on the missing name
+    instead of running on with the previous values.
     """
-    cfg = schema.validate(_parameter_values(namespace, schema))
+    try:
+        cfg = schema.validate(_parameter_values(namespace, schema))
+    except ParameterError as err:
+        stale = _forget_configs(namespace, schema.key)
+        if not stale:
+            raise
+        names = ", ".join(f"`{n}`" for n in stale)
+        raise ParameterError(
+            f"{err} (the previous run's {names} is removed: no later cell runs on the old values)"
+        ) from None
     claims.begin_page(schema.key, {k: getattr(cfg, k) for k in schema.params})
     return cfg
+
+
+def _forget_configs(namespace: Mapping[str, Any], key: str) -> list[str]:
+    """Delete from ``namespace`` (when it can be changed) every validated config of page ``key``."""
+    if not hasattr(namespace, "__delitem__"):
+        return []
+    stale = [
+        name
+        for name, v in list(namespace.items())
+        if dataclasses.is_dataclass(v) and not isinstance(v, type) and getattr(v, "page", None) == key
+    ]
+    for name in stale:
+        del namespace[name]
+    return stale
