@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from attnflow import claims
+from attnflow import claims, stats
 
 
 @pytest.fixture(autouse=True)
@@ -269,6 +269,21 @@ def test_finite_mean_leaves_out_seeds_without_the_stage():
     assert stats.finite_mean([1.0, float("nan"), 3.0]) == 2.0
     assert stats.finite_mean(np.array([[2.0], [float("inf")]])) == 2.0
     assert math.isnan(stats.finite_mean([float("nan")])) and math.isnan(stats.finite_mean([]))
+
+
+def test_an_inconclusive_share_says_how_many_seeds_would_decide(page, capsys):
+    kw = dict(real_data=True, source="paper", what="order")
+    assert claims.check_share("A7", [True, True, False], **kw).verdict == "inconclusive"
+    assert claims.check_share("A7", [True, False, True, False], **kw).verdict == "inconclusive"
+    first, even = claims.records()
+    # at 2/3 the one-sided 95 % Wilson lower bound clears ½ from 25 seeds on; at exactly ½ no count decides
+    assert first["seeds_to_decide"] == 25 and "seeds_to_decide" in even and even["seeds_to_decide"] is None
+    assert (
+        stats.fraction([True] * 50 + [False] * 25, level=0.9).lo
+        > 0.5
+        > stats.fraction([True] * 16 + [False] * 8, level=0.9).lo
+    )
+    assert "≈ 25 at this share would decide" in capsys.readouterr().out
 
 
 def test_real_data_non_finite_values_fail_not_inconclusive(ledger):

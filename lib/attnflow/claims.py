@@ -693,8 +693,17 @@ def check_share(
         interval=[fr.lo, fr.hi],
         n_seeds=fr.n,
         k_seeds=fr.k,
+        **(
+            {"seeds_to_decide": stats.seeds_to_decide_fraction(fr.k, fr.n, above, level)}
+            if verdict == "inconclusive"
+            else {}
+        ),
     )
-    print(f"{MARKS[verdict]} {claim_id} {what}: {fr.k} of {fr.n} seeds, {tol} [{source}]")
+    more = ""
+    if verdict == "inconclusive":
+        decide = _state["records"][-1].get("seeds_to_decide")
+        more = f" — inconclusive on {fr.n} seeds" + (f" (≈ {decide} at this share would decide)" if decide else "")
+    print(f"{MARKS[verdict]} {claim_id} {what}: {fr.k} of {fr.n} seeds, {tol} [{source}]{more}")
     _after_finish(claim_id, what, verdict)
     return Verdict(verdict)
 

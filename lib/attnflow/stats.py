@@ -131,6 +131,24 @@ def seeds_to_decide_share(above: float, level: float = 0.95) -> int:
     raise ValueError(f"no number of seeds decides a share above {above!r}")
 
 
+def seeds_to_decide_fraction(k: int, n: int, above: float, level: float = 0.95) -> int | None:
+    """Seeds that would decide a share at the measured one, k/n: the smallest N ≥ n whose one-sided
+    ``level`` Wilson bound at share k/n lies on one side of ``above`` (the lower bound above it when
+    k/n > above, the upper below it when k/n < above); None when k/n equals ``above``."""
+    p = k / n
+    if p == above:
+        return None
+    from scipy import stats as st  # deferred, as in _t_quantile
+
+    z = float(st.norm.ppf(level))
+    for big_n in range(n, 100_000):
+        centre, half = p + z * z / (2 * big_n), z * math.sqrt(p * (1 - p) / big_n + z * z / (4 * big_n * big_n))
+        lo, hi = (centre - half) / (1 + z * z / big_n), (centre + half) / (1 + z * z / big_n)
+        if (p > above and lo > above) or (p < above and hi < above):
+            return big_n
+    return None
+
+
 def seeds_to_decide(iv: Interval, gap: float, level: float = 0.95) -> int | None:
     """Seeds that would decide a criterion at distance ``gap`` from the mean at the measured spread:
     the smallest n with t_{n−1}·sd/√n < gap (None when the spread or the gap is zero or undefined)."""
