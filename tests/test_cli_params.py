@@ -36,7 +36,7 @@ def test_run_folder_is_the_runners_per_variant_folder(tmp_path, monkeypatch):
     assert cli_export.main(argv) == 0 and seen == [argv]
 
     root = runner.book_root()
-    folder = runner._output_folder
+    folder = runner.output_folder
     smoke = runner.load_profile("smoke", PAGE, root)
     base = folder(None, root, PAGE)
     assert base == tmp_path / "runs" / "sharpening__lemma1_rescaling"

@@ -113,9 +113,9 @@ def test_tiny_book_bad_parameter_is_rejected_before_running(tiny_book, tmp_path)
 def test_default_output_is_per_variant_in_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     root = runner.book_root()
-    a = runner._output_folder(None, root, PAGE)
-    b = runner._output_folder(None, root, PAGE, {"lr_qk": 0.5})
-    c = runner._output_folder(None, root, PAGE, {"lr_qk": 0.25})
+    a = runner.output_folder(None, root, PAGE)
+    b = runner.output_folder(None, root, PAGE, {"lr_qk": 0.5})
+    c = runner.output_folder(None, root, PAGE, {"lr_qk": 0.25})
     assert a == tmp_path / "runs" / "sharpening__lemma1_rescaling"
     assert b.parent == a.parent and b.name.startswith(a.name + "-") and b != c
-    assert runner._output_folder("x", root, PAGE, {"lr_qk": 0.5}) == tmp_path / "x"
+    assert runner.output_folder("x", root, PAGE, {"lr_qk": 0.5}) == tmp_path / "x"

@@ -178,6 +178,10 @@ TABLE_COLUMNS = (
     "source",
     "parameters",
 )
+# the claim columns of a point that recorded no claim (it crashed, or its page checks none)
+NO_CLAIM = dict(
+    claim_index=-1, claim=None, what=None, verdict=None, measured=None, expected=None, reason=None, source=None
+)
 
 
 # ----------------------------------------------------------------------------- content keys
@@ -436,22 +440,7 @@ def run_point(
     wall = time.perf_counter() - start
     recs = json.loads(Path(claims_file).read_text(encoding="utf-8"))["claims"] if claims_file else []
     if not recs:
-        return [
-            dict(
-                base,
-                status=status,
-                error=error,
-                wall_s=wall,
-                claim_index=-1,
-                claim=None,
-                what=None,
-                verdict=None,
-                measured=None,
-                expected=None,
-                reason=None,
-                source=None,
-            )
-        ]
+        return [dict(base, status=status, error=error, wall_s=wall, **NO_CLAIM)]
     return [
         dict(
             base,
@@ -724,14 +713,7 @@ def run_point_error(
             error=f"{type(e).__name__}: {e}"[:500],
             wall_s=float("nan"),
             worker=None,
-            claim_index=-1,
-            claim=None,
-            what=None,
-            verdict=None,
-            measured=None,
-            expected=None,
-            reason=None,
-            source=None,
+            **NO_CLAIM,
             parameters=json.dumps(dict(parameters), sort_keys=True, default=str),
         )
     ]

@@ -139,6 +139,21 @@ def _squad_split(rows) -> Split:
     return Split(tokens, labels, relevant, meta)
 
 
+def _standin_splits(by_split: dict[str, list[dict]], labels, meta_keys) -> dict[str, Split]:
+    """The stand-in's classification splits: tokens, the label's index in ``labels``, the relevant mask, and the
+    records' ``meta_keys`` columns."""
+    index = {name: k for k, name in enumerate(labels)}
+    return {
+        name: Split(
+            [r["tokens"] for r in recs],
+            [index[r["label"]] for r in recs],
+            [np.asarray(r["relevant"], dtype=bool) for r in recs],
+            {k: [r[k] for r in recs] for k in meta_keys},
+        )
+        for name, recs in by_split.items()
+    }
+
+
 # -------------------------------------------------------------------------------- HateXplain
 def load_hatexplain(
     source: str = "auto", *, data_files=None, hub_id=None, data_dir=None, **load_kwargs
@@ -151,20 +166,7 @@ def load_hatexplain(
     resolved = resolve(spec, source, data_files=data_files, hub_id=hub_id, **load_kwargs)
     if resolved.standin:
         by_split, digest = _standin_records(spec, data_dir)
-        index = {name: k for k, name in enumerate(SENTIMENT_LABELS)}
-        splits = {
-            name: Split(
-                [r["tokens"] for r in recs],
-                [index[r["label"]] for r in recs],
-                [np.asarray(r["relevant"], dtype=bool) for r in recs],
-                {
-                    "id": [r["id"] for r in recs],
-                    "genre": [r["genre"] for r in recs],
-                    "mean_rating": [r["mean_rating"] for r in recs],
-                },
-            )
-            for name, recs in by_split.items()
-        }
+        splits = _standin_splits(by_split, SENTIMENT_LABELS, ("id", "genre", "mean_rating"))
         return _finish(spec, resolved, "classification", SENTIMENT_LABELS, splits, digest)
     splits = {name: _hatexplain_split(split) for name, split in _hf_splits(resolved.dataset).items()}
     return _finish(spec, resolved, "classification", HATEXPLAIN_LABELS, splits, _hf_hash(resolved.dataset))
@@ -197,16 +199,7 @@ def load_sva(source: str = "auto", *, data_files=None, hub_id=None, data_dir=Non
     resolved = resolve(spec, source, data_files=data_files, hub_id=hub_id, **load_kwargs)
     if resolved.standin:
         by_split, digest = _standin_records(spec, data_dir)
-        index = {name: k for k, name in enumerate(NUMBER_LABELS)}
-        splits = {
-            name: Split(
-                [r["tokens"] for r in recs],
-                [index[r["label"]] for r in recs],
-                [np.asarray(r["relevant"], dtype=bool) for r in recs],
-                {k: [r[k] for r in recs] for k in ("id", "verb", "n_attractors", "source")},
-            )
-            for name, recs in by_split.items()
-        }
+        splits = _standin_splits(by_split, NUMBER_LABELS, ("id", "verb", "n_attractors", "source"))
         return _finish(spec, resolved, "classification", NUMBER_LABELS, splits, digest, truncate="left")
     splits = {name: _sva_split(split) for name, split in _hf_splits(resolved.dataset).items()}
     return _finish(spec, resolved, "classification", NUMBER_LABELS, splits, _hf_hash(resolved.dataset), truncate="left")

@@ -64,16 +64,16 @@ def train_settings(cfg, dtype: str = "float32") -> dict:
     )
 
 
-def page_flow(cfg, chain: MarkovChain) -> runs.FlowRun:
-    """The population gradient flow from the page's θ(0) up to the training horizon t = η·steps, the
-    time GD reaches (BDF, float64; ``runs.population_flow``)."""
+def page_flow(cfg, chain: MarkovChain, horizon: float | None = None) -> runs.FlowRun:
+    """The population gradient flow from the page's θ(0) up to ``horizon``, by default the training horizon
+    t = η·steps, the time GD reaches (BDF, float64; ``runs.population_flow``)."""
     return runs.population_flow(
         chain,
         d_model=cfg.d_model,
         init_scale=cfg.init_scale,
         seed=cfg.seed,
         score_scale=cfg.score_scale,
-        t_eval=runs.time_grid(cfg.lr * cfg.steps),
+        t_eval=runs.time_grid(cfg.lr * cfg.steps if horizon is None else horizon),
     )
 
 
@@ -101,14 +101,7 @@ def page_flow_until(cfg, chain: MarkovChain, flow: runs.FlowRun, t_end: float) -
 
     if not (math.isfinite(t_end) and t_end > flow.t[-1]):
         return flow
-    return runs.population_flow(
-        chain,
-        d_model=cfg.d_model,
-        init_scale=cfg.init_scale,
-        seed=cfg.seed,
-        score_scale=cfg.score_scale,
-        t_eval=runs.time_grid(float(math.ceil(t_end))),
-    )
+    return page_flow(cfg, chain, float(math.ceil(t_end)))
 
 
 def sampled_forecasts(cfg, chain: MarkovChain, runs: list, detected: list) -> list:

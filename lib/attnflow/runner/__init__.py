@@ -71,8 +71,6 @@ __all__ = [
 
 HEARTBEAT_S = 5.0  # seconds between two progress lines of the runner (read at each run)
 
-_output_folder = output_folder  # the name tests/test_runner.py uses
-
 
 def run_page(
     page: str,

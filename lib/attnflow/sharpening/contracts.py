@@ -61,6 +61,17 @@ b0 = Param(float, 0.0, 10.0, "initial QK scalar b₀ (> 0: Ψ of a factorized QK
 horizon = Param(float, 1.0, 1e300, "gradient-flow horizon of the reduced ODE (model time)")
 rtol = Param(float, 1e-13, 1e-4, "relative tolerance of the adaptive ODE solver (absolute: rtol/100)")
 parametrizations = Param(list, doc="parametrizations to run", item=str, choices=NAMES, max_len=4)
+# the reduced (a, b) flow's parameters, in this order, on the pages that integrate it over several ratios
+REDUCED_FLOW = dict(
+    n_classes=n_classes,
+    n_compete=n_compete,
+    lr_ratios=lr_ratios,
+    a0=a0,
+    b0=b0,
+    horizon=horizon,
+    rtol=rtol,
+    parametrizations=parametrizations,
+)
 
 
 def _horizon_fits(c) -> bool:
@@ -143,14 +154,7 @@ LINE_THEOREM = Schema(
             "every GD step h takes at least one step in gd_time (round(gd_time/h) ≥ 1)",
         ),
     ],
-    n_classes=n_classes,
-    n_compete=n_compete,
-    lr_ratios=lr_ratios,
-    a0=a0,
-    b0=b0,
-    horizon=horizon,
-    rtol=rtol,
-    parametrizations=parametrizations,
+    **REDUCED_FLOW,
     n_common=n_common,
     gd_lr_ratio=lr_ratio,
     gd_steps=Param(list, 1e-4, 1.0, "step sizes h of discrete GD on the full model", item=float, min_len=2, max_len=8),
@@ -167,14 +171,7 @@ GROWTH_RATES = Schema(
             "must span at least one decade (lower fit_from or raise horizon)",
         ),
     ],
-    n_classes=n_classes,
-    n_compete=n_compete,
-    lr_ratios=lr_ratios,
-    a0=a0,
-    b0=b0,
-    horizon=horizon,
-    rtol=rtol,
-    parametrizations=parametrizations,
+    **REDUCED_FLOW,
     fit_from=Param(
         float, 1.0, 1e300, "start of the fit window [fit_from, horizon] of the growth laws (> 1)", lo_open=True
     ),
@@ -183,14 +180,7 @@ GROWTH_RATES = Schema(
 SHARPENING_MECHANISM = Schema(
     "sharpening/sharpening_mechanism",
     requires=[_HORIZON_RULE, _population_fits(lambda c: c.pop_n_common), _DISTINCT_SEEDS],
-    n_classes=n_classes,
-    n_compete=n_compete,
-    lr_ratios=lr_ratios,
-    a0=a0,
-    b0=b0,
-    horizon=horizon,
-    rtol=rtol,
-    parametrizations=parametrizations,
+    **REDUCED_FLOW,
     matched_prob=Param(
         float, 0.0, 1.0, "correct-class probability s at the matched loss L = −log s", lo_open=True, hi_open=True
     ),
