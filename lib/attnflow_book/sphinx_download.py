@@ -90,7 +90,14 @@ def write_notebooks(app, docname: str) -> dict[str, Path]:
     if not src.exists():
         return {}
     if not with_cached_outputs(src, _cache_path(app)):
-        logger.info(f"notebook download of {docname}: no cached execution found; offered without outputs")
+        # every offered notebook carries its outputs (issue 25, item 1): a strict (-W) build fails here
+        logger.warning(
+            f"notebook download of {docname}: no executed twin in the jupyter cache; the download would have "
+            "no outputs (figures, tables, claim lines)",
+            type="attnflow",
+            subtype="download",
+            location=docname,
+        )
     bib, index = _book(app)
     out = Path(app.outdir) / FOLDER
     portable = out / (docname + ".ipynb")
