@@ -26,6 +26,22 @@ def test_citation_cff_has_the_required_fields_and_the_package_version():
     assert titles and all(t in bib for t in titles), "the cited papers are the book's references"
 
 
+def test_citation_cff_is_valid_against_the_cff_1_2_0_schema():
+    """The Citation File Format's own JSON schema (citation-file-format.github.io/1.2.0/schema.json,
+    as cffconvert 2.0.0 ships it; cffconvert itself pins jsonschema < 4, which nbformat outgrew)."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "citation_cff_1.2.0.schema.json").read_text(encoding="utf-8"))
+    assert schema["$id"] == "https://citation-file-format.github.io/1.2.0/schema.json"
+    validator = jsonschema.Draft7Validator(schema, format_checker=jsonschema.FormatChecker())
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(cff)]
+    assert not errors, errors
+    assert list(validator.iter_errors({**cff, "authors": [{"nme": "x"}]}))  # the schema does refuse
+
+
 def test_changelog_lists_the_package_version():
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in text
