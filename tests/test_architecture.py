@@ -52,7 +52,6 @@ LAYERS: dict[str, set[str]] = {
         "attnflow.device",
         "attnflow.progress",
         "attnflow.display",
-        "attnflow.report",
         "attnflow.exercises",
         "attnflow.resources",
         "attnflow.ledger",

@@ -8,9 +8,8 @@ module imports a paper):
 **base**, the page contract every page and report uses:
 ``params`` (the parameters cell and its schema: types, ranges, rules, cost), ``claims`` (the claims
 ledger: ``check``, ``check_mean``, domains, verdicts), ``stats`` (t intervals over seeds),
-``report`` (``PageReport``: a page's measurements as one dataclass), ``display`` (glue, equations,
-tables), ``exercises`` (nbgrader-style exercises), ``seeding`` (the seeding policy: one generator
-stream per role), ``record`` (``Run``: the one record every flow and training returns),
+``display`` (glue, equations, tables), ``exercises`` (nbgrader-style exercises), ``seeding`` (the
+seeding policy: one generator stream per role), ``record`` (``Run``: the one record every flow and training returns),
 ``device`` (CPU/CUDA, precision), ``progress`` (progress bars), ``resources`` (where the book's
 files are).
 

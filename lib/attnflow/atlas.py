@@ -17,12 +17,9 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Sequence
-
-
-from attnflow.report import PageReport
 
 __all__ = ["THEORY_PAGES", "AtlasReport", "atlas_report", "point_outcomes", "claim_rates", "regenerate"]
 
@@ -114,8 +111,11 @@ def claim_rates(table):
     return rates.reset_index()
 
 
+TABLES = ("provenance", "points", "rates")  # the AtlasReport fields that are not glued
+
+
 @dataclass
-class AtlasReport(PageReport):
+class AtlasReport:
     """The atlas of one committed sweep (numbers glued into the atlas page)."""
 
     provenance: dict
@@ -132,6 +132,15 @@ class AtlasReport(PageReport):
     commit: str = ""
     date: str = ""
     profile: str = ""
+
+    def glue(self) -> dict:
+        """Glue every scalar field (the numbers of the page's prose) under its own name; returns them."""
+        from attnflow import display
+
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values = {k: v.item() if hasattr(v, "item") else v for k, v in values.items() if k not in TABLES}
+        display.glue(**values)
+        return values
 
     def page_table(self):
         """Per page: points, outcome counts (pass / some outside domain / not reproduced / failed / page
