@@ -787,14 +787,3 @@ def _write() -> None:
                 file=sys.stderr,
                 flush=True,
             )
-
-
-def load_all(directory: Path | None = None) -> list[dict[str, Any]]:
-    """Every page record in the claims folder (used by the claims page and the runner)."""
-    d = directory or claims_dir()
-    if d is None or not Path(d).is_dir():
-        return []
-    pages = []
-    for f in sorted(Path(d).glob("*.json")):
-        pages.append(json.loads(f.read_text(encoding="utf-8")))
-    return pages

@@ -191,29 +191,11 @@ class Bibliography:
 
 
 # --------------------------------------------------------------------------- book index
-_TITLE_RE = re.compile(r"^(?:# )?# (.+)$")
 _OPEN_RE = re.compile(r"^(\s*)(`{3,}|:{3,})\{([\w:.-]+)\}[ \t]*(.*)$")
 _FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _OPTION_RE = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 _TARGET_RE = re.compile(r"^\s*\(([\w:.-]+)\)=\s*$")
 
-PRF_KINDS = (
-    "theorem",
-    "lemma",
-    "proposition",
-    "corollary",
-    "definition",
-    "remark",
-    "observation",
-    "conjecture",
-    "example",
-    "axiom",
-    "criterion",
-    "assumption",
-    "property",
-    "proof",
-    "algorithm",
-)
 ADMONITIONS = (
     "note",
     "tip",
