@@ -372,39 +372,13 @@ def _train(
             for n, g in zip(names, grads):
                 on = active[slots[n]]  # (P_g,) models still training
                 g = torch.zeros_like(params[n]) if g is None else torch.nan_to_num(g)
+                args = (optimizer, params[n], g, bufs[n], sq[n], count[n], shape(n, lrs[n]), rates[n])
+                hyper = (momentum, weight_decay, betas, eps, lambda v: shape(n, v))
                 if bool(on.all()):  # every model of the tensor moves: update in place, no copies
-                    bufs[n], sq[n] = _update_in_place(
-                        optimizer,
-                        params[n],
-                        g,
-                        bufs[n],
-                        sq[n],
-                        count[n],
-                        shape(n, lrs[n]),
-                        rates[n],
-                        momentum,
-                        weight_decay,
-                        betas,
-                        eps,
-                        lambda v: shape(n, v),
-                    )
+                    bufs[n], sq[n] = _update_in_place(*args, *hyper)
                     count[n] = count[n] + 1
                     continue
-                new_p, new_b, new_s = _update(
-                    optimizer,
-                    params[n],
-                    g,
-                    bufs[n],
-                    sq[n],
-                    count[n],
-                    shape(n, lrs[n]),
-                    rates[n],
-                    momentum,
-                    weight_decay,
-                    betas,
-                    eps,
-                    lambda v: shape(n, v),
-                )
+                new_p, new_b, new_s = _update(*args, *hyper)
                 m = shape(n, on)
                 params[n].copy_(torch.where(m, new_p, params[n]))
                 bufs[n] = torch.where(m, new_b, bufs[n])
