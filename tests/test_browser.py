@@ -508,7 +508,27 @@ PROBE = r"""<script>
     var nav = Array.prototype.map.call(document.querySelectorAll('nav, .bd-toc, .prev-next-area'),
       function (el) { return el.innerText; }).join('\n');
     var doc = document.scrollingElement || document.documentElement;
+    // Words of the book's tables (ledger, errata findings, environment) laid over two lines, folded
+    // parts unfolded first (after every other measure): "reconstr | uction" reads as two words.
+    document.querySelectorAll('.toggle-hidden').forEach(function (el) { el.classList.remove('toggle-hidden'); });
+    document.querySelectorAll('details').forEach(function (el) { el.open = true; });
+    var broken = [];
+    col.querySelectorAll('table.attnflow-table td, table.attnflow-table th').forEach(function (cell) {
+      var walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT, null);
+      for (var n = walk.nextNode(); n; n = walk.nextNode()) {
+        if (n.parentElement.closest('code, pre, mjx-container')) continue;
+        var rx = /[A-Za-z\u00C0-\u024F]{3,}/g, m;
+        while ((m = rx.exec(n.data))) {
+          var rg = document.createRange();
+          rg.setStart(n, m.index);
+          rg.setEnd(n, m.index + m[0].length);
+          var rs = Array.prototype.filter.call(rg.getClientRects(), function (r) { return r.width > 0; });
+          if (rs.length > 1 && Math.abs(rs[rs.length - 1].top - rs[0].top) > 2) broken.push(m[0]);
+        }
+      }
+    });
     R.result = {
+      broken_words: broken.slice(0, 20),
       column: Math.round(col.getBoundingClientRect().width),
       page_pan: Math.max(0, doc.scrollWidth - doc.clientWidth),   // how far the page itself scrolls sideways
       wide: wide.slice(0, 20), n_wide: wide.length, unwrapped_outputs: outs, clipped_math: clipped.slice(0, 20),
@@ -674,6 +694,12 @@ def test_page_never_pans_sideways(site):
     """What a reader sees: the page itself has no horizontal scroll (a formula, a table or an
     invisible box sticking out would let a phone pan into blank space)."""
     bad = {f"{p} @{w}px": f"{r['page_pan']}px" for (p, w), r in _each(site) if r["page_pan"] > 1}
+    assert not bad, bad
+
+
+def test_no_word_of_a_book_table_is_broken_across_lines(site):
+    """The ledger's cells broke words mid-word ("reconstr uction") on a narrow column (issue 25, item 8)."""
+    bad = {f"{p} @{w}px": r["broken_words"] for (p, w), r in _each(site) if r["broken_words"]}
     assert not bad, bad
 
 
