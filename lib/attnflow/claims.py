@@ -77,6 +77,7 @@ __all__ = [
     "smallest",
     "above",
     "below",
+    "half_unit",
 ]
 
 SOURCES = ("paper", "prior work", "reconstruction", "paper + reconstruction", "paper + prior work")
@@ -324,6 +325,14 @@ def above(threshold: float) -> _Criterion:
 def below(threshold: float) -> _Criterion:
     """Criterion: every measured value is strictly below ``threshold``."""
     return _Criterion(lambda x: bool(np.all(np.asarray(x, dtype=float) < threshold)), f"< {threshold:g}")
+
+
+def half_unit(digits: int) -> float:
+    """Half a unit in the last printed decimal place, 0.5·10^(−digits): the rounding error of a target
+    printed with ``digits`` decimals (the tolerance of a check against a printed number)."""
+    if isinstance(digits, bool) or int(digits) != digits or digits < 0:
+        raise ValueError(f"digits must be a non-negative integer, received {digits!r}")
+    return 0.5 * 10.0 ** (-int(digits))
 
 
 def check(

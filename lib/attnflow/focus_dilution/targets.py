@@ -9,15 +9,9 @@ printed digit, a measured value with a tolerance argued on the page.
 
 from __future__ import annotations
 
+from attnflow.claims import half_unit  # re-exported: the pages read it next to SPEC
+
 __all__ = ["SPEC", "EULER_T3000", "EULER_CYCLE", "half_unit"]
-
-
-def half_unit(digits: int) -> float:
-    """Half a unit in the last printed decimal place, 0.5·10^(−digits): the rounding error of a target
-    printed with ``digits`` decimals (the same signature as ``attnflow.sharpening.targets.half_unit``)."""
-    if isinstance(digits, bool) or int(digits) != digits or digits < 0:
-        raise ValueError(f"digits must be a non-negative integer, received {digits!r}")
-    return 0.5 * 10.0 ** (-int(digits))
 
 
 SPEC = {

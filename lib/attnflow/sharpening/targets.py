@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnflow.claims import half_unit  # re-exported: the pages read it next to the targets
+
 __all__ = [
     "ReducedRow",
     "REDUCED_CONFIG",
@@ -34,11 +36,6 @@ __all__ = [
     "is_reduced_config",
     "is_full_config",
 ]
-
-
-def half_unit(digits: int) -> float:
-    """Half a unit in the ``digits``-th decimal place: the rounding error of a printed target."""
-    return 0.5 * 10.0 ** (-digits)
 
 
 @dataclass(frozen=True)
