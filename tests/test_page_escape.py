@@ -147,20 +147,28 @@ def test_escape_stats_tolerates_a_horizon_without_escape():
     assert not st.window_found and math.isnan(st.rate) and math.isnan(st.t_escape)
 
 
-def _mode_run(chain, t, s2, loss):
-    """σ₂(W0) = the unstable transverse mode (share 1): W0 = a uᵀ + x s2 wᵀ, u = e1, w = e2."""
+def _mode_run(chain, t, s2, loss, shrink=None):
+    """σ₂(W0) = the unstable transverse mode (share 1): W0 = a uᵀ + x s2 wᵀ, W1 = u bᵀ + w (s2 y)ᵀ, u = e1, w = e2
+    (|α| = s2); ``shrink`` adds a shrinking mode (x, −y) of that size along w' = e3."""
     d, m = chain.d, 3
     A = np.tile(chain.pi[None, None, :], (len(t), d, 1))  # (T, d, d)
     P_hat = np.tile(chain.P[None] * 0.9 + 0.1 / d, (len(t), 1, 1))
     Mp = np.swapaxes(A, -1, -2) @ (chain.pi[:, None] * (chain.P - P_hat))
-    x = np.linalg.svd(Mp[0])[0][:, 0]
+    U, _, Vt = np.linalg.svd(Mp[0])
+    x, y = U[:, 0], Vt[0]
     W0 = np.zeros((len(t), d, m))
     W0[:, :, 0] = np.r_[1.0, np.full(d - 1, 0.2)]
     W0[:, :, 1] = x[None] * s2[:, None]
+    W1 = np.zeros((len(t), m, d))
+    W1[:, 0, :] = np.r_[0.5, np.full(d - 1, -0.1)]
+    W1[:, 1, :] = y[None] * s2[:, None]
+    if shrink is not None:
+        W0[:, :, 2] = x[None] * shrink[:, None]
+        W1[:, 2, :] = -y[None] * shrink[:, None]
     return _fake_run(
         t,
         chain,
-        states={"W0": torch.as_tensor(W0)},
+        states={"W0": torch.as_tensor(W0), "W1": torch.as_tensor(W1)},
         sigma2=s2,
         M_perp_smax=np.full(len(t), 0.02),
         loss=loss,
@@ -177,67 +185,100 @@ def test_escape_rate_of_a_clean_exponential_and_its_diagnostics():
     st = escape.escape_stats(run, after=0.0)
     assert st.rate == pytest.approx(0.02, rel=1e-9) and st.M_perp_drift == pytest.approx(0.0)
     assert st.window_found and st.sigma2_floor == pytest.approx(0.004)
-    assert st.mode_share == pytest.approx(1.0, rel=1e-9) and st.mode_imbalance == 0.0 and abs(st.fit_bias) < 1e-9
+    assert st.mode_share == pytest.approx(1.0, rel=1e-9) and abs(st.mode_imbalance) < 1e-12 and abs(st.fit_bias) < 1e-9
+
+
+def _mode_of(run, rate, delta=0.1, grad_norm=1e-14):
+    """The run's constant M⊥ as the mode of θ_c²(δ), with a prescribed rate (the prediction)."""
+    M = closed_forms.M_perp(run.quantities["A"][0], run.quantities["P_hat"][0], run.chain)
+    U, _, Vt = np.linalg.svd(M)
+    return escape.UnstableMode(delta, M, rate, U[:, 0], Vt[0], grad_norm)
+
+
+def test_mode_amplitude_is_the_growing_mode_only():
+    """B16: |α| follows the growing mode (x, y) and ignores the shrinking one (x, −y), so log|α| is linear from
+    the window start, where σ₂(W0) would carry both."""
+    chain = hub_family(2, 0.5, 0.3, 0.4, 0.1)
+    t = np.arange(0.0, 400.0, 1.0)
+    run = _mode_run(chain, t, 0.004 * np.exp(0.02 * t), np.ones(len(t)), shrink=0.003 * np.exp(-0.02 * t))
+    alpha = escape.mode_amplitude(run, _mode_of(run, 0.02))
+    assert alpha == pytest.approx(0.004 * np.exp(0.02 * t), rel=1e-12)
+
+
+def test_mode_fit_window_fixed_from_its_start_and_the_prediction():
+    """B16 (issue 21): t₀ is the first stored time at θ_c²(δ) (M⊥ within SETTLE_TOL), t₁ = t₀ + log(MODE_TOP/|α(t₀)|)/λ
+    from the prediction λ; a run growing at another rate is fitted on the same kind of window and measured off."""
+    chain = hub_family(2, 0.5, 0.3, 0.4, 0.1)
+    t = np.arange(0.0, 400.0, 1.0)
+    run = _mode_run(chain, t, 0.004 * np.exp(0.02 * t), np.ones(len(t)))
+    mode = _mode_of(run, 0.02)
+    A = run.quantities["A"].copy()
+    A[:50] = A[:50, :, ::-1]  # not yet at θ_c²(δ) before t = 50: another M⊥
+    run.quantities["A"] = A
+    fit = escape.mode_fit(run, mode)
+    assert fit.t0 == 50.0 and fit.alpha0 == pytest.approx(0.004 * np.exp(1.0)) and fit.drift0 == 0.0
+    assert fit.t1 == pytest.approx(50.0 + np.log(escape.MODE_TOP / fit.alpha0) / 0.02)
+    assert fit.rate == pytest.approx(0.02, rel=1e-9) and fit.measured_from == 50.0
+    dom = fit.domain()
+    assert dom and dom.latest_state == 50.0
+    off = escape.mode_fit(run, _mode_of(run, 0.021))  # a prediction 5 % off: the run's rate stays 0.02
+    assert off.rate == pytest.approx(0.02, rel=1e-9) and abs(off.rate / off.predicted - 1) > 1e-2 and off.domain()
+
+
+def test_mode_fit_domain_names_each_failing_condition(ledger):
+    chain = hub_family(2, 0.5, 0.3, 0.4, 0.1)
+    t = np.arange(0.0, 400.0, 1.0)
+    run = _mode_run(chain, t, 0.004 * np.exp(0.02 * t), np.ones(len(t)))
+    mode = _mode_of(run, 0.02)
+    never = escape.mode_fit(run, dataclasses.replace(mode, M_perp=2 * mode.M_perp))  # never at θ_c²(δ)
+    assert math.isnan(never.t0) and math.isnan(never.rate) and never.measured_from is None
+    reason = never.domain().reason
+    assert not never.domain() and reason.count("fails") == 1 and "reaches θ_c²(δ)" in reason
+    late = _mode_run(chain, t, 0.06 * np.exp(0.02 * t), np.ones(len(t)))  # already past MODE_TOP at t₀
+    assert "still linear" in escape.mode_fit(late, _mode_of(late, 0.02)).domain().reason
+    short = escape.mode_fit(run, _mode_of(run, 0.02 / 30))  # t₁ beyond the run
+    assert "within the run" in short.domain().reason
+    lost = escape.mode_fit(run, _mode_of(run, 0.02, grad_norm=1e-3))
+    assert "θ_c²(δ) found" in lost.domain().reason
+    flat = _mode_run(chain, t, np.zeros(len(t)), np.ones(len(t)))  # no transverse state (m = 1): α ≡ 0
+    none = escape.mode_fit(flat, _mode_of(flat, 0.02))
+    assert math.isnan(none.rate) and none.t1 == math.inf and "within the run" in none.domain().reason
+    fit = escape.mode_fit(run, mode)
+    claims.check("B16", fit.rate, fit.predicted, rtol=1e-2, domain=fit.domain(), measured_from=fit.measured_from)
+    claims.check("B16", fit.rate, 1.05 * fit.predicted, rtol=1e-2, domain=fit.domain(), measured_from=fit.t0)
+    late = dataclasses.replace(fit, t0=60.0)
+    with pytest.raises(ValueError):  # the domain reads the run up to t₀: a measurement from before t₀ is refused
+        claims.check("B16", fit.rate, fit.predicted, rtol=1e-2, domain=late.domain(), measured_from=0.0)
+    assert [r["verdict"] for r in ledger()] == ["pass", "fail"]
 
 
 def test_sweep_row_measures_after_the_settling_time():
     chain = hub_family(2, 0.5, 0.3, 0.4, 0.1)
     t = np.arange(0.0, 400.0, 1.0)
-    L_c2 = chain.unigram_entropy() - 0.1
-    loss = L_c2 - 0.001 * t / 400.0
-    row = escape.sweep_row(_mode_run(chain, t, 0.004 * np.exp(0.02 * t), loss), 0.1, after=10.0, L_c2=L_c2)
+    run = _mode_run(chain, t, 0.004 * np.exp(0.02 * t), np.ones(len(t)))
+    row = escape.sweep_row(run, 0.1, after=10.0, mode=_mode_of(run, 0.02))
     assert row.stats.rate == pytest.approx(0.02, rel=1e-9) and row.bigram == chain.bigram_loss()
     assert row.sigma2_at_settle == pytest.approx(0.004 * np.exp(0.2))
-    t0 = row.stats.window[0]
-    assert t0 == pytest.approx(np.ceil(np.log(2.5) / 0.02)) and row.fit_start(10.0) == t0
-    assert row.plateau_drop == pytest.approx(0.001 * (t0 - 10.0) / 400.0 / 0.1)
+    assert row.mode.rate == pytest.approx(0.02, rel=1e-9) and row.mode.t0 == 0.0
     assert math.isnan(row.loss_1e4)  # t = 10⁴ is not a stored time of this run
 
 
-def test_b16_domain_reads_the_state_before_the_window_and_names_each_failing_condition():
-    """B16/B9 (issue 21): the domain of a δ reads the parameters (trap), the run at the δ = 0 settling time
-    (first escape, forecast escape within the horizon, O(ε) level) and at its window start (still at θ_c²(δ),
-    slope bias) — never the window itself (σ₂ crossing it, M⊥'s drift over it)."""
+def test_escape_domain_reads_the_state_at_settling():
+    """B9 (issue 21): the escape-time domain reads the parameters (trap) and the run at the δ = 0 settling time
+    (first escape, forecast escape within the horizon) — never the escape itself."""
     trap = claims.domain(("trap", True, ""))
     kw = dict(trap=trap, lambda1=0.03, after=50.0, horizon=2000.0)
-    ok = escape.SweepRow(delta=0.1, run=None, stats=_stats(), bigram=1.0, plateau_drop=0.001, sigma2_at_settle=0.004)
-    dom = ok.domain(**kw)
-    assert dom and "M⊥ about constant" not in dom.text and dom.latest_state == 100.0 == ok.fit_start(50.0)
-    assert ok.escape_domain(**kw).latest_state == 50.0
+    ok = escape.SweepRow(delta=0.1, run=None, stats=_stats(), bigram=1.0, sigma2_at_settle=0.004)
+    assert ok.escape_domain(**kw) and ok.escape_domain(**kw).latest_state == 50.0
     assert ok.escape_forecast(0.03, 50.0) == pytest.approx(50.0 + 1.5 * np.log(25.0) / 0.003)
-    # forecast ≈ 1659 > 1000: outside, whatever the run did later
-    assert "forecast escape" in ok.domain(**{**kw, "horizon": 1000.0}).reason
-    low = escape.SweepRow(
-        delta=0.1, run=None, stats=_stats(sigma2_floor=0.006), bigram=1.0, plateau_drop=0.2, sigma2_at_settle=0.006
-    )
-    dom = low.domain(**kw)
-    assert not dom and "O(ε) transverse level" in dom.reason and "still at θ_c²" in dom.reason
-    assert "slope bias" not in dom.reason and low.escape_domain(**kw)
-    mixed = escape.SweepRow(
-        delta=0.4, run=None, stats=_stats(mode_share=0.938), bigram=1.0, plateau_drop=0.001, sigma2_at_settle=0.004
-    )  # the atlas point: −2.1 % predicted
-    assert not mixed.domain(**kw) and "slope bias" in mixed.domain(**kw).reason
-    late = escape.SweepRow(delta=0.1, run=None, stats=_stats(), bigram=1.0, plateau_drop=0.001, sigma2_at_settle=0.02)
+    assert "forecast escape" in ok.escape_domain(**{**kw, "horizon": 1000.0}).reason  # forecast ≈ 1659 > 1000
+    late = escape.SweepRow(delta=0.1, run=None, stats=_stats(), bigram=1.0, sigma2_at_settle=0.02)
     assert "first escape" in late.escape_domain(**kw).reason
-    none = escape.SweepRow(
-        delta=0.1,
-        run=None,
-        stats=_stats(window=(math.nan, math.nan), window_found=False, rate=math.nan),
-        bigram=1.0,
-        plateau_drop=math.nan,
-        sigma2_at_settle=0.004,
-    )  # no window although the escape was forecast: inside its domain, the rate is checked (and fails)
-    assert none.domain(**kw) and none.fit_start(50.0) == 50.0
-    assert not ok.domain(**{**kw, "trap": claims.domain(("trap", False, ""))})
+    assert not ok.escape_domain(**{**kw, "trap": claims.domain(("trap", False, ""))})
 
 
-def test_check_of_a_rate_refuses_a_domain_read_after_the_window_start(ledger):
-    ok = escape.SweepRow(delta=0.1, run=None, stats=_stats(), bigram=1.0, plateau_drop=0.001, sigma2_at_settle=0.004)
-    dom = ok.domain(claims.domain(("trap", True, "")), 0.03, 50.0, 2000.0)
-    claims.check("B16", 1e-3, 1e-3, rtol=1e-2, domain=dom, measured_from=ok.fit_start(50.0), what="rate")
-    with pytest.raises(ValueError):
-        claims.check("B16", 1e-3, 1e-3, rtol=1e-2, domain=dom, measured_from=50.0, what="rate")
-    assert [r["verdict"] for r in ledger()] == ["pass"]
+def _fit(delta, rate, t0=100.0):
+    return escape.ModeFit(delta, 0.03 * delta, t0, 0.01, 0.0, t0 + 50.0, 6, 1e4, rate, 1e-14)
 
 
 def test_sweep_fit_domains_and_table():
@@ -245,27 +286,49 @@ def test_sweep_fit_domains_and_table():
         escape.SweepRow(
             delta=d_,
             run=None,
-            stats=_stats(rate=0.03 * d_ + 0.01 * d_**2, M_perp_mean=0.03 * d_, t_escape=1000.0 + 100.0 / d_),
+            stats=_stats(t_escape=1000.0 + 100.0 / d_),
             bigram=1.0,
-            plateau_drop=0.001,
+            mode=_fit(d_, 0.03 * d_ + 0.01 * d_**2),
             sigma2_at_settle=0.004,
         )
         for d_ in (0.05, 0.1, 0.2)
     ]
-    fit = escape.sweep_fit(rows, t_settle=1000.0)
-    assert fit.lambda1_rates == pytest.approx(0.03) and fit.lambda2 == pytest.approx(0.01)
+    trap = claims.domain(("trap", True, ""))
+    doms = [r.mode.domain() for r in rows]
+    restricted = claims.state("restricted flow to θ_c²(δ = 0.05) from the δ = 0 plateau state")
+    assert all(doms) and doms[0].reads == (restricted, claims.state("δ = 0.05 run up to its window start t₀", 100.0))
+    fit = escape.sweep_fit(rows, 1000.0, doms)
+    assert fit.lambda1_rates == pytest.approx(0.03) and fit.lambda2 == pytest.approx(0.01) and fit.n_fit == 3
     assert fit.esc_min == fit.esc_max == pytest.approx(100.0) and fit.esc_ratio == pytest.approx(1.0)
     assert fit.b16_dev == pytest.approx(0.01 * 0.2 / 0.03)
-    trap = claims.domain(("trap", True, ""))
-    doms = [r.domain(trap, 0.03, 1000.0, 1e5) for r in rows]
-    assert escape.sweep_domain(rows, doms, trap)
-    assert not escape.sweep_domain(rows, [*doms[:2], claims.domain(("x", False, ""))], trap)
+    out = claims.domain(("x", False, ""))
+    fit2 = escape.sweep_fit(rows, 1000.0, [*doms[:2], out])  # δ = 0.2 outside: the line through 0.05 and 0.1
+    assert fit2.n_fit == 2 and fit2.lambda1_rates == pytest.approx(0.03) and fit2.b16_dev == pytest.approx(0.01 / 0.3)
+    assert escape.sweep_domain(rows, doms) and escape.sweep_domain(rows, [*doms[:2], out])
+    assert escape.sweep_domain(rows, [out, doms[1], doms[2]])  # 0.1 and 0.2: the smallest ≤ 0.1
+    assert not escape.sweep_domain(rows, [doms[0], out, out])  # one δ inside: no intercept
+    assert not escape.sweep_domain(rows, [out, out, doms[2]])
     assert escape.escape_times_domain(rows, trap, 0.03, 1000.0, 1e5).latest_state == 1000.0
     assert not escape.escape_times_domain(rows, trap, 0.03, 1000.0, 2000.0)  # δ = 0.05 forecast after 2000
     table = escape.sweep_table(rows, doms)
     assert [r["in_domain"] for r in table] == [True] * 3 and table[1]["spec_rate"] == 0.00311
+    assert table[0]["predicted"] == pytest.approx(0.0015) and table[0]["t0"] == 100.0
     assert [r.delta for r in escape.spec_rows(rows)] == [0.05, 0.1, 0.2]
     assert escape.run_at(rows, 0.3) is None
+
+
+def test_unstable_modes_find_the_critical_point_on_the_manifold():
+    """B16's prediction: the restricted flow, projected back onto 𝓜₁ between stretches, converges to θ_c²(δ)
+    (‖∇L‖ → 0) and gives M⊥ there with its top singular pair."""
+    from attnflow.focus_dilution import runs
+
+    chain = hub_family(2, 0.5, 0.3, 0.4, 0.2)
+    run = runs.population_flow(chain, t_eval=np.array([0.0, 200.0]))
+    theta = {n: s[-1] for n, s in run.result.states().items()}
+    (mode,) = escape.unstable_modes([chain], [0.2], theta, horizon=3000.0)
+    U, S, Vt = np.linalg.svd(mode.M_perp)
+    assert mode.rate == pytest.approx(S[0]) and abs(U[:, 0] @ mode.x) == pytest.approx(1.0)
+    assert mode.delta == 0.2 and mode.grad_norm < 1e-8
 
 
 def test_forecasts_checkpoints_and_spec_targets():

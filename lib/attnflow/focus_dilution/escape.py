@@ -3,9 +3,11 @@
     stats = escape.escape_stats(run, after=t_settle)          # rate, window, mean σ_max(M⊥), t_esc
     ls = escape.lyapunov_schmidt_limit(chains, theta_start)   # M⊥(θ_c²(δ))/δ → M1, λ₁ = σ_max(M1)
 
-The transverse mode is measured as the spec does: the growth rate of σ₂(W0) where
-0.01 ≤ σ₂ ≤ 0.1 (linear transverse regime), σ_max(M⊥) averaged over the same window, and the
-escape time as the first t with σ₂(W0) > 0.1.
+The transverse mode is measured as the spec does (:func:`escape_stats`: the growth rate of σ₂(W0) where
+0.01 ≤ σ₂ ≤ 0.1, σ_max(M⊥) averaged over the same window, the escape time as the first t with σ₂(W0) > 0.1)
+and on the unstable mode's own coordinate (:func:`unstable_modes`, :func:`mode_fit`: the state projected on
+the growing singular pair of M⊥ at θ_c²(δ), |α(t)| ∝ e^{λt} with λ = σ_max(M⊥(θ_c²(δ))), in a window fixed
+from the state at its start).
 """
 
 from __future__ import annotations
@@ -55,9 +57,17 @@ __all__ = [
     "LS_START",
     "LS_HORIZON",
     "OFF_TOL",
-    "FLOOR_RATIO",
-    "PLATEAU_DROP",
     "DRIFT_MAX",
+    "UnstableMode",
+    "unstable_modes",
+    "mode_amplitude",
+    "ModeFit",
+    "mode_fit",
+    "SETTLE_TOL",
+    "MODE_TOP",
+    "GRAD_TOL",
+    "LS_CHUNK",
+    "LS_GAIN",
 ]
 
 WINDOW = (0.01, 0.1)  # σ₂(W0) range of the linear transverse regime (spec R5)
@@ -270,10 +280,152 @@ SETTLE_FRACTION = 0.5  # the δ = 0 run must be predicted at θ_c² within the f
 LS_START = 1000.0  # the spec's start of the restricted flows (on the θ_c¹ plateau of the reference chain)
 LS_HORIZON = 8000.0  # length of the restricted flows (at least 4 t_settle, so that they reach θ_c²(δ))
 OFF_TOL = 1e-6  # B9: σ₂(W0) at θ_c²(δ) must stay below this (on 𝓜₁)
-FLOOR_RATIO = 0.5  # the growing mode must start above the O(ε) transverse level: σ₂(settle) ≤ 0.5 × 0.01
-PLATEAU_DROP = 0.1  # the δ run is still near θ_c²(δ) at the window start: L fell by ≤ 10 % of H(π) − L(θ_c²)
+LS_CHUNK = (250.0, 1000.0)  # first and longest stretch of unstable_modes' restricted flow between projections
+LS_GAIN = 18.0  # ... a stretch lasts LS_GAIN / (max σ_max(M⊥) of the previous one): the round-off off 𝓜₁ grows by
+# at most e^18 ≈ 7·10⁷ between projections (σ_max(M⊥) ≤ 0.07, i.e. ≤ 17.5 over the first stretch, on the chains seen)
+SETTLE_TOL = 5e-3  # B16's window starts at the first stored time with ‖M⊥ − M⊥(θ_c²(δ))‖₂ ≤ 0.5 % σ_max(M⊥(θ_c²(δ))):
+# the on-manifold drift of the rate from there is half of B16's 1 %
+MODE_TOP = 0.05  # |α| at the window's end: the neglected O(|α|²) terms are ≤ 2.5·10⁻³ relative, a quarter of 1 %
+GRAD_TOL = 1e-8  # θ_c²(δ) found by the restricted flow: ‖∇L‖ at its end at most this (B9's restricted-flow check)
 DRIFT_MAX = 0.5  # (robustness page) M⊥ roughly constant over a window: max/min σ_max(M⊥) − 1 ≤ 50 %
 NAN = float("nan")
+
+
+# ----------------------------------------------------------------------------- the unstable mode's coordinate
+@dataclass
+class UnstableMode:
+    """The unstable transverse mode of the linearization at θ_c²(δ) (R5): M⊥ there, its growth rate
+    σ_max(M⊥) and top singular pair (x, y), in token space (the same for every rotation of the embedding)."""
+
+    delta: float
+    M_perp: np.ndarray  # (d, d) M⊥ at θ_c²(δ)
+    rate: float  # σ_max(M⊥(θ_c²(δ))): the predicted escape rate
+    x: np.ndarray  # (d,) top left singular vector of M⊥
+    y: np.ndarray  # (d,) top right singular vector
+    grad_norm: float  # ‖∇L‖ at the end of the restricted flow (θ_c²(δ) reached when ≈ 0)
+
+
+def unstable_modes(
+    chains: list[MarkovChain],
+    deltas,
+    theta_start: dict[str, torch.Tensor],
+    horizon: float = LS_HORIZON,
+    score_scale: float = 1.0,
+    converged: float = 1e-10,
+) -> list[UnstableMode]:
+    """θ_c²(δ) of each chain by the flow restricted to 𝓜₁ from the rank-one projection of ``theta_start``,
+    projected back onto 𝓜₁ after every stretch (``LS_CHUNK``, ``LS_GAIN``: at large δ the Θ(δ) mode would lift
+    the round-off off 𝓜₁ within the horizon), for ``horizon`` and on, up to twice that, until ‖∇L‖ ≤
+    ``converged``; M⊥ at the end, its top singular value (the linearization's unstable rate) and pair."""
+    out = []
+    for chain, delta in zip(chains, np.asarray(deltas, dtype=float)):
+        theta, elapsed, g_end, stretch = project_rank_one(theta_start), 0.0, float("inf"), LS_CHUNK[0]
+        while elapsed < horizon or (g_end > converged and elapsed < 2 * horizon):
+            run = population_flow(chain, theta0=theta, score_scale=score_scale, t_eval=np.linspace(0.0, stretch, 5))
+            states = {n: s[-1:] for n, s in run.result.states().items()}
+            g_end = float(measure.grad_norms(states, run.loss_fn)[0])
+            theta, elapsed = project_rank_one({n: s[0] for n, s in states.items()}), elapsed + stretch
+            stretch = float(min(LS_CHUNK[1], LS_GAIN / max(run.quantities["M_perp_smax"].max(), 1e-300)))
+        M = M_perp(run.quantities["A"][-1], run.quantities["P_hat"][-1], chain)
+        U, S, Vt = np.linalg.svd(M)
+        out.append(UnstableMode(float(delta), M, float(S[0]), U[:, 0], Vt[0], g_end))
+    return out
+
+
+def mode_amplitude(run: FlowRun, mode: UnstableMode) -> np.ndarray:
+    """|α(t)| at every stored time, (T,): the run's transverse state on the growing mode of ``mode``,
+    ‖(I − uuᵀ)(W0ᵀx + W1 y)‖/2 with u the run's rank-one direction at t (:func:`mode_split`'s (p + q)/2 on the
+    fixed pair of θ_c²(δ)). Linear theory at θ_c²(δ): |α(t)| = |α(t₀)| e^{σ_max(M⊥)(t − t₀)}, the shrinking
+    mode (p − q)/2 and the other singular pairs excluded."""
+    states, u = run.parameters(), run.quantities["u"]  # u: (T, m)
+    W0, W1 = states["W0"].numpy(), states["W1"].numpy()  # (T, d, m), (T, m, d)
+    s = np.einsum("tdm,d->tm", W0, mode.x) + np.einsum("tmd,d->tm", W1, mode.y)  # (T, m)
+    s = s - u * np.einsum("tm,tm->t", s, u)[:, None]
+    return np.linalg.norm(s, axis=1) / 2
+
+
+@dataclass
+class ModeFit:
+    """Escape rate of one δ run on its unstable mode's coordinate (:func:`mode_fit`)."""
+
+    delta: float
+    predicted: float  # σ_max(M⊥(θ_c²(δ))) of the restricted flow
+    t0: float  # window start: first stored time at θ_c²(δ) (nan: not within the run)
+    alpha0: float  # |α(t₀)|
+    drift0: float  # ‖M⊥(t₀) − M⊥(θ_c²(δ))‖₂ / σ_max (its minimum over the run when t₀ is nan)
+    t1: float  # window end forecast from t₀: t₀ + log(MODE_TOP/|α(t₀)|)/predicted
+    n_fit: int  # stored times in [t₀, t₁]
+    horizon: float  # the run's last stored time
+    rate: float  # slope of log|α| on the stored times in [t₀, t₁] (nan with fewer than 3)
+    grad_norm: float = NAN  # ‖∇L‖ at the end of the restricted flow that found θ_c²(δ)
+
+    @property
+    def measured_from(self) -> float | None:
+        """When the fit starts to read the run (a claim's ``measured_from``): t₀, None without a window start."""
+        return float(self.t0) if np.isfinite(self.t0) else None
+
+    def domain(self) -> claims.Domain:
+        """Where the rate is compared with the linearization (B16), read from the restricted flow and from the
+        run up to t₀: θ_c²(δ) found, the run at θ_c²(δ) (the window start exists), the mode still linear there,
+        and the forecast window end within the run with ≥ 3 stored times."""
+        found = bool(np.isfinite(self.t0))
+        at = claims.state(f"δ = {self.delta:g} run up to its window start t₀", self.t0 if found else NAN)
+        restricted = claims.state(f"restricted flow to θ_c²(δ = {self.delta:g}) from the δ = 0 plateau state")
+        return claims.domain(
+            (
+                f"θ_c²(δ) found: ‖∇L‖ ≤ {GRAD_TOL:g} at the end of the restricted flow",
+                bool(self.grad_norm <= GRAD_TOL),
+                f"‖∇L‖ = {self.grad_norm:.1e}",
+                restricted,
+            ),
+            (
+                f"the δ run reaches θ_c²(δ): ‖M⊥ − M⊥(θ_c²(δ))‖₂ ≤ {SETTLE_TOL:g} σ_max(M⊥(θ_c²(δ))) at a stored "
+                "time t₀ (the window start)",
+                found,
+                f"t₀ = {self.t0:.0f}" if found else f"closest {self.drift0:.2g}",
+            ),
+            (
+                f"the mode is still linear at t₀: |α(t₀)| < {MODE_TOP:g}",
+                not found or bool(self.alpha0 < MODE_TOP),  # without t₀ the first condition already fails
+                f"|α(t₀)| = {self.alpha0:.2g}",
+            ),
+            (
+                f"the window end forecast t₀ + log({MODE_TOP:g}/|α(t₀)|)/σ_max(M⊥(θ_c²(δ))) within the run, "
+                "≥ 3 stored times",
+                not found or bool(self.t1 <= self.horizon and self.n_fit >= 3),
+                f"t₁ = {self.t1:.0f}, end {self.horizon:.0f}, {self.n_fit} stored times",
+            ),
+            reads=at,
+        )
+
+
+def mode_fit(run: FlowRun, mode: UnstableMode) -> ModeFit:
+    """The escape rate of ``run`` on ``mode``'s coordinate |α(t)| (:func:`mode_amplitude`), in a window fixed
+    from the state at its start: t₀ the first stored time with ‖M⊥ − M⊥(θ_c²(δ))‖₂ ≤ ``SETTLE_TOL`` σ_max
+    (the run has arrived at θ_c²(δ)), t₁ = t₀ + log(``MODE_TOP``/|α(t₀)|)/σ_max (where the linear theory puts
+    |α| at ``MODE_TOP``); the rate is the least-squares slope of log|α| on the stored times in [t₀, t₁]."""
+    t, q = run.t, run.quantities
+    drift = np.linalg.norm(M_perp(q["A"], q["P_hat"], run.chain) - mode.M_perp, ord=2, axis=(1, 2)) / mode.rate
+    hit = np.flatnonzero(drift <= SETTLE_TOL)
+    if not len(hit):
+        return ModeFit(mode.delta, mode.rate, NAN, NAN, float(drift.min()), NAN, 0, float(t[-1]), NAN, mode.grad_norm)
+    i0 = int(hit[0])
+    alpha = mode_amplitude(run, mode)
+    t1 = float(t[i0] + np.log(MODE_TOP / alpha[i0]) / mode.rate) if alpha[i0] > 0 else float("inf")  # m = 1: no α
+    sel = (t >= t[i0]) & (t <= t1) & (alpha > 0)
+    rate = float(np.polyfit(t[sel], np.log(alpha[sel]), 1)[0]) if sel.sum() >= 3 and np.isfinite(t1) else NAN
+    return ModeFit(
+        mode.delta,
+        mode.rate,
+        float(t[i0]),
+        float(alpha[i0]),
+        float(drift[i0]),
+        t1,
+        int(sel.sum()),
+        float(t[-1]),
+        rate,
+        mode.grad_norm,
+    )
 
 
 def residual_count(transverse, degenerate, ls_symbolic) -> int:
@@ -395,13 +547,14 @@ def restricted_horizon(trap: TrapStats) -> float:
 
 @dataclass
 class SweepRow:
-    """One δ of the sweep: the run, its escape statistics and the states its domains read."""
+    """One δ of the sweep: the run, its escape statistics (σ₂(W0), the spec's), the fit on its unstable
+    mode's coordinate (B15, B16) and the states its domains read."""
 
     delta: float
     run: FlowRun | None
     stats: EscapeStats
     bigram: float
-    plateau_drop: float = NAN  # (L(t_settle) − L(window start)) / (H(π) − L(θ_c²)) of this run
+    mode: ModeFit | None = None  # the rate on the unstable mode of θ_c²(δ) (:func:`mode_fit`)
     sigma2_at_settle: float = NAN  # σ₂(W0) of this run at t_settle (< 0.01: it has not escaped yet)
     loss_1e4: float = NAN  # L at the stored time t = 10⁴ (the spec's horizon; NaN when the horizon is shorter)
 
@@ -413,10 +566,6 @@ class SweepRow:
         if not (rate > 0 and np.isfinite(after) and self.sigma2_at_settle > 0):
             return float("inf")
         return float(after + PREDICT_FACTOR * max(np.log(WINDOW[1] / self.sigma2_at_settle), 0.0) / rate)
-
-    def fit_start(self, after: float) -> float:
-        """When the rate fit starts to read the run: the window start (``after`` when no window was found)."""
-        return float(self.stats.window[0]) if self.stats.window_found else float(after)
 
     def escape_domain(self, trap: claims.Domain, lambda1: float, after: float, horizon: float) -> claims.Domain:
         """Where the δ run's escape is predicted (B9's escape time): ``trap`` (the δ = 0 run predicted at θ_c²,
@@ -437,37 +586,6 @@ class SweepRow:
                 bool(t_fc <= horizon),
                 f"forecast {t_fc:.0f}, horizon {horizon:g}",
                 at_settle,
-            ),
-        )
-
-    def domain(self, trap: claims.Domain, lambda1: float, after: float, horizon: float) -> claims.Domain:
-        """B16's domain: :meth:`escape_domain` and the state of the mode at the fit window's start (still at
-        θ_c²(δ), above the O(ε) level, predicted slope bias); every condition reads the run at or before the
-        window start (``measured_from=`` :meth:`fit_start`). Without a window (no escape although one was
-        forecast) the window-start conditions do not apply: the rate is NaN and the check fails."""
-        s = self.stats
-        none = not s.window_found
-        at_start = claims.state(f"δ = {self.delta:g} run at its window start", s.window[0] if s.window_found else NAN)
-        at_settle = claims.state(f"δ = {self.delta:g} run at the δ = 0 settling time", after)
-        return self.escape_domain(trap, lambda1, after, horizon) & claims.domain(
-            (
-                "the δ run is still at θ_c²(δ) at the window start: L(t_settle) − L(window start) ≤ "
-                f"{PLATEAU_DROP:g}·(H(π) − L(θ_c²))",
-                none or bool(self.plateau_drop <= PLATEAU_DROP),
-                f"{self.plateau_drop:.2g}",
-                at_start,
-            ),
-            (
-                f"growing mode above the O(ε) transverse level: σ₂(W0) at settling ≤ {FLOOR_RATIO:g} × 0.01",
-                bool(s.sigma2_floor <= FLOOR_RATIO * WINDOW[0]),
-                f"σ₂ = {s.sigma2_floor:.2g}",
-                at_settle,
-            ),
-            (
-                f"σ₂(W0) is the growing mode from the window start: predicted slope bias ≤ {BIAS_MAX:g}",
-                none or bool(abs(s.fit_bias) <= BIAS_MAX),
-                f"mode share {s.mode_share:.3f}, imbalance {s.mode_imbalance:+.3f}, bias {s.fit_bias:+.2%}",
-                at_start,
             ),
         )
 
@@ -493,21 +611,18 @@ class SweepRow:
         return f"δ = {self.delta:g}: loss at t = 10⁴ (intermediate plateau) vs the spec's 1.42812"
 
 
-def sweep_row(run: FlowRun, delta: float, after: float, L_c2: float) -> SweepRow:
-    """Measure one δ of the sweep (:func:`escape_stats` after the δ = 0 settling time ``after``; the loss drop
-    from ``after`` to the window start in units of H(π) − L(θ_c²); σ₂(W0) at ``after``; L at t = 10⁴)."""
+def sweep_row(run: FlowRun, delta: float, after: float, mode: UnstableMode) -> SweepRow:
+    """Measure one δ of the sweep (:func:`escape_stats` after the δ = 0 settling time ``after``; the rate on
+    ``mode``'s coordinate, :func:`mode_fit`; σ₂(W0) at ``after``; L at t = 10⁴)."""
     st = escape_stats(run, after=after, strict=False)
     L = run.quantities["loss"]
-    drop = NAN
-    if st.window_found:
-        drop = float((L[run.at(after)] - L[run.at(st.window[0])]) / (run.chain.unigram_entropy() - L_c2))
     i4 = run.at(1e4)
     return SweepRow(
         delta=float(delta),
         run=run,
         stats=st,
         bigram=run.chain.bigram_loss(),
-        plateau_drop=drop,
+        mode=mode_fit(run, mode),
         sigma2_at_settle=float(run.quantities["sigma2"][run.at(after)]),
         loss_1e4=float(L[i4]) if abs(run.t[i4] - 1e4) <= 1e-9 * 1e4 else NAN,
     )
@@ -517,12 +632,13 @@ def sweep_row(run: FlowRun, delta: float, after: float, L_c2: float) -> SweepRow
 class SweepFit:
     """The δ-sweep's laws (:func:`sweep_fit`)."""
 
-    lambda1_rates: float  # intercept λ₁' of rate/δ = λ₁' + λ₂δ
+    lambda1_rates: float  # intercept λ₁' of rate/δ = λ₁' + λ₂δ (mode rates of the δ inside B16's domain)
     lambda2: float
-    b16_dev: float  # max |rate/mean σ_max(M⊥) − 1| over the sweep
+    n_fit: int  # δ in the fit
+    b16_dev: float  # max |mode rate / σ_max(M⊥(θ_c²(δ))) − 1| over them
     esc_min: float  # min (t_esc − t_settle)·δ
     esc_max: float
-    sens_max: float  # max window sensitivity of a rate (an edge moved by one stored time)
+    sens_max: float  # max window sensitivity of a σ₂ rate (an edge moved by one stored time)
 
     @property
     def esc_ratio(self) -> float:
@@ -530,34 +646,39 @@ class SweepFit:
         return self.esc_max / self.esc_min
 
 
-def sweep_fit(sweep: list[SweepRow], t_settle: float) -> SweepFit:
-    """Fit rate/δ = λ₁' + λ₂δ over the rows with a rate (B15), the largest deviation of a rate from its mean
-    σ_max(M⊥) (B16), the range of (t_esc − t_settle)·δ (B9) and the largest window sensitivity."""
+def sweep_fit(sweep: list[SweepRow], t_settle: float, domains: list[claims.Domain]) -> SweepFit:
+    """Fit rate/δ = λ₁' + λ₂δ on the mode rates of the rows inside their B16 ``domains`` (B15), the largest
+    deviation of such a rate from its prediction (B16), the range of (t_esc − t_settle)·δ (B9) and the largest
+    window sensitivity of a σ₂ rate."""
     ds = np.array([r.delta for r in sweep])
-    rates = np.array([r.stats.rate for r in sweep])
-    mperp = np.array([r.stats.M_perp_mean for r in sweep])
+    rates = np.array([r.mode.rate for r in sweep])
+    pred = np.array([r.mode.predicted for r in sweep])
     esc = (np.array([r.stats.t_escape for r in sweep]) - t_settle) * ds
-    ok, fin = np.isfinite(rates), np.isfinite(esc)
+    ok = np.array([bool(d) for d in domains], dtype=bool) & np.isfinite(rates)
+    fin = np.isfinite(esc)
     coef = np.polyfit(ds[ok], rates[ok] / ds[ok], 1) if ok.sum() >= 2 else np.array([NAN, NAN])
+    sens = [r.stats.window_sensitivity for r in sweep if np.isfinite(r.stats.window_sensitivity)]
     return SweepFit(
         lambda1_rates=float(coef[1]),
         lambda2=float(coef[0]),
-        b16_dev=float(np.abs(rates[ok] / mperp[ok] - 1).max()) if ok.any() else NAN,
+        n_fit=int(ok.sum()),
+        b16_dev=float(np.abs(rates[ok] / pred[ok] - 1).max()) if ok.any() else NAN,
         esc_min=float(esc[fin].min()) if fin.any() else NAN,
         esc_max=float(esc[fin].max()) if fin.any() else NAN,
-        sens_max=float(np.nanmax([r.stats.window_sensitivity for r in sweep])) if ok.any() else NAN,
+        sens_max=float(max(sens)) if sens else NAN,
     )
 
 
-def sweep_domain(rows: list[SweepRow], domains: list[claims.Domain], trap: claims.Domain) -> claims.Domain:
-    """B15's intercept: ``trap`` and every δ of the sweep inside its B16 domain (each read at its own window
-    start, hence an untimed state)."""
-    n_ok = sum(bool(d) for d in domains)
-    return trap & claims.domain(
+def sweep_domain(rows: list[SweepRow], domains: list[claims.Domain]) -> claims.Domain:
+    """B15's intercept: at least two δ inside their B16 domain (each read up to its own window start, hence an
+    untimed state), the smallest of them ≤ 0.1 (the extrapolation of rate/δ to δ = 0)."""
+    inside = [r.delta for r, d in zip(rows, domains) if d]
+    return claims.domain(
         (
-            "every δ of the sweep inside the B16 domain (linear transverse window)",
-            n_ok == len(rows),
-            f"{n_ok} of {len(rows)}",
+            "at least two δ of the sweep inside the B16 domain (the run at θ_c²(δ), its mode linear), the smallest "
+            "≤ 0.1",
+            len(inside) >= 2 and min(inside) <= 0.1,
+            f"inside: {inside}",
             claims.state("each δ run up to its window start"),
         )
     )
@@ -589,22 +710,24 @@ def forecast_escape(t_pred: float, init_scale: float, lambda1: float, delta: flo
 
 
 def sweep_table(rows: list[SweepRow], domains: list[claims.Domain]) -> list[dict]:
-    """The sweep table (one row per δ) with the spec's values where it has them."""
+    """The sweep table (one row per δ): the mode rate and its prediction, the window start, the σ₂(W0)
+    statistics, with the spec's values where it has them."""
     from attnflow.focus_dilution.targets import SPEC
 
     return [
         dict(
             delta=r.delta,
-            rate=r.stats.rate,
-            rate_over_delta=r.stats.rate / r.delta,
+            mode_rate=r.mode.rate,
+            predicted=r.mode.predicted,
+            rate_over_delta=r.mode.rate / r.delta,
+            t0=r.mode.t0,
+            alpha0=r.mode.alpha0,
+            in_domain=bool(dom),
+            sigma2_rate=r.stats.rate,
             M_perp_mean=r.stats.M_perp_mean,
             t_escape=r.stats.t_escape,
             loss_end=r.stats.loss_end,
             bigram=r.bigram,
-            M_perp_drift=r.stats.M_perp_drift,
-            plateau_drop=r.plateau_drop,
-            mode_share=r.stats.mode_share,
-            in_domain=bool(dom),
             spec_rate=SPEC["escape_rate"].get(r.delta, NAN),
             spec_M_perp=SPEC["escape_M_perp"].get(r.delta, NAN),
             spec_t_escape=SPEC["escape_time"].get(r.delta, NAN),
