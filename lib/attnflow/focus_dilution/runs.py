@@ -244,11 +244,9 @@ class PlateauRun:
     mode_growth: float  # its log-growth over the window
     mode_growth_pred: float  # 2∫|g_eff| dt over the window (the same flow's local rate)
     g_eff: np.ndarray  # (T,) −uᵀ∂_M L u along the flow
-    g_eff_start: float  # g_eff at the window's start
     t_settled: float  # t_cond + SETTLED/|g|
     g_eff_settled: float  # g_eff there: the rate at the visited plateau point before κ has grown
     t_c1: float  # closest approach (min ‖∇L‖ on [t_cond, t_kappa[0]])
-    grad_min: float  # ‖∇L‖ there
 
     @property
     def window_points(self) -> int:
@@ -286,18 +284,14 @@ def plateau_run(chain: MarkovChain, mc: ModelConfig, horizon: float, kappa_windo
         t_settled=t_settled,
         g_eff_settled=float(g_eff[run.at(t_settled)]) if t_settled <= t[-1] else nan,
         t_c1=t_c1,
-        grad_min=float(gnorm[run.at(t_c1)]),
     )
     if len(idx) < 3:  # condensation ended later than predicted: the window runs past the flow
-        return PlateauRun(
-            kappa_rate=nan, mode_rate=nan, mode_growth=nan, mode_growth_pred=nan, g_eff_start=nan, **common
-        )
+        return PlateauRun(kappa_rate=nan, mode_rate=nan, mode_growth=nan, mode_growth_pred=nan, **common)
     i0, i1 = idx[[0, -1]]
     return PlateauRun(
         kappa_rate=run.rate("kappa", *t_kappa),
         mode_rate=run.rate(mode_key, *t_kappa),
         mode_growth=float(np.log(q[mode_key][i1] / q[mode_key][i0])),
         mode_growth_pred=float(2 * np.trapezoid(np.abs(g_eff[i0 : i1 + 1]), t[i0 : i1 + 1])),
-        g_eff_start=float(g_eff[i0]),
         **common,
     )

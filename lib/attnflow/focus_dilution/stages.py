@@ -406,7 +406,6 @@ class SecondCycle:
     hub_min_after: float
     ent_min: float
     ent_final: float
-    L_at_esc: float
     L_end: float
     t_esc_start: float
     pre_escape: str
@@ -456,7 +455,6 @@ def second_cycle(run, after: float, escaped_at: float = 0.1, at: tuple = (), st:
             False,
             **blank,
             ent_final=nan,
-            L_at_esc=nan,
             L_end=float(q["loss"][-1]),
             t_esc_start=t_start,
             pre_escape=pre,
@@ -476,7 +474,6 @@ def second_cycle(run, after: float, escaped_at: float = 0.1, at: tuple = (), st:
         hub_min_after=float(hub[k_peak:].min()),
         ent_min=float(ent[sel].min()),
         ent_final=float(ent[-1]),
-        L_at_esc=float(q["loss"][i_esc]),
         L_end=float(q["loss"][-1]),
         t_esc_start=t_start,
         pre_escape=pre,
