@@ -613,25 +613,13 @@ def install_cell_source(version: str | None = None, spec: str | None = None) -> 
 def source_commit(root: str | Path | None = None) -> str | None:
     """The short git commit of the checkout at ``root`` (the repository of this module when None),
     ``"<hash>, with uncommitted changes"`` for a dirty tree; None outside a git checkout (a wheel)."""
-    import subprocess
+    from attnflow import resources
 
     root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
+    state = resources.git_state(root, short=True) if (root / ".git").exists() else None
+    if not (state and state[0]):
         return None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=20
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=20,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (commit + (", with uncommitted changes" if dirty else "")) if commit else None
+    return state[0] + (", with uncommitted changes" if state[1] else "")
 
 
 def citation_text(version: str | None = None, commit: str | None = None, year: str | None = None) -> str:

@@ -20,7 +20,6 @@ files written with :func:`savefig` get it directly; :func:`read_provenance` read
 from __future__ import annotations
 
 import json
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 from cycler import cycler
 from matplotlib.colors import to_rgb
+
+from attnflow import resources
 
 __all__ = [
     "use_style",
@@ -201,21 +202,8 @@ def install_provenance_formatter(shell) -> None:
 
 @lru_cache(maxsize=1)
 def _commit() -> str:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return sha + (" (with uncommitted changes)" if dirty else "")
-    except Exception:
-        return "unknown (not a git checkout)"
+    state = resources.git_state(timeout=10)
+    return state[0] + (" (with uncommitted changes)" if state[1] else "") if state else "unknown (not a git checkout)"
 
 
 def _version() -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "data_dir",
     "user_cache_dir",
     "activate",
+    "git_state",
     "PACKAGED",
     "BOOK_FILES",
 ]
@@ -95,3 +96,18 @@ def activate() -> dict[str, str]:
         set_["ATTNFLOW_CACHE_DIR"] = str(user_cache_dir() / "data")
     os.environ.update(set_)
     return set_
+
+
+def git_state(root: str | Path | None = None, *, short: bool = False, timeout: float = 20) -> tuple[str, bool] | None:
+    """HEAD's commit (``short``: abbreviated) of the checkout at ``root`` (this package's repository when None) and
+    whether its tracked files have uncommitted changes; None where git cannot say (no git, not a checkout)."""
+    import subprocess  # only where a commit is asked for (figures' metadata, exports, the book)
+
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+    run = dict(cwd=root, capture_output=True, text=True, timeout=timeout)
+    try:
+        sha = subprocess.run(["git", "rev-parse", *(["--short"] if short else []), "HEAD"], check=True, **run)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha.stdout.strip(), bool(dirty.stdout.strip())

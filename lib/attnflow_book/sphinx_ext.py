@@ -34,14 +34,13 @@ import json
 import platform
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.util import logging
 
-from attnflow import ledger
+from attnflow import ledger, resources
 
 logger = logging.getLogger(__name__)
 
@@ -188,17 +187,8 @@ def environment_rows() -> list[tuple[str, str]]:
         except Exception:  # pragma: no cover
             return "not installed"
 
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        commit += " (with uncommitted changes)" if dirty else ""
-    except Exception:
-        commit = "unknown (not a git checkout)"
+    state = resources.git_state(Path(__file__).resolve().parents[2], short=True)
+    commit = state[0] + (" (with uncommitted changes)" if state[1] else "") if state else "unknown (not a git checkout)"
     rows = [("python", platform.python_version()), ("platform", platform.platform())]
     rows += [
         (p, v(p))
