@@ -35,6 +35,7 @@ from attnflow_book import sphinx_ext
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTHS = (1280, 390)
+DARK = "1280-dark"  # the desktop width again, in dark mode
 
 
 # --- unit tests: navigation titles, glued numbers, scripts, MathJax pruning --------------------
@@ -508,6 +509,41 @@ PROBE = r"""<script>
     var nav = Array.prototype.map.call(document.querySelectorAll('nav, .bd-toc, .prev-next-area'),
       function (el) { return el.innerText; }).join('\n');
     var doc = document.scrollingElement || document.documentElement;
+    // Text a reader cannot read: its colour against the background it sits on (the first opaque
+    // ancestor's) below a contrast of 3:1 (WCAG's floor for large text); dark mode included.
+    function rgba(str) {
+      var m = /rgba?\(([^)]*)\)/.exec(str || '');
+      if (!m) return null;
+      var v = m[1].split(/[\s,\/]+/).filter(Boolean).map(parseFloat);
+      return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+    }
+    function lum(c) {
+      var a = c.slice(0, 3).map(function (x) {
+        x /= 255;
+        return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4);
+      });
+      return 0.2126 * a[0] + 0.7152 * a[1] + 0.0722 * a[2];
+    }
+    function under(el) {
+      for (var a = el; a; a = a.parentElement) {
+        var c = rgba(getComputedStyle(a).backgroundColor);
+        if (c && c[3] > 0.5) return c;
+      }
+      return [255, 255, 255, 1];
+    }
+    var faint = [], seenEl = new Set();
+    var tw = document.createTreeWalker(col, NodeFilter.SHOW_TEXT, null);
+    for (var t = tw.nextNode(); t; t = tw.nextNode()) {
+      var el = t.parentElement;
+      if (!el || seenEl.has(el) || !t.data.trim() || el.closest('mjx-assistive-mml, script, style')) continue;
+      seenEl.add(el);
+      var box = el.getBoundingClientRect(), st = getComputedStyle(el);
+      if (!box.width || !box.height || st.visibility === 'hidden' || parseFloat(st.opacity) === 0) continue;
+      var fg = rgba(st.color), b = under(el);
+      if (!fg || fg[3] < 0.05) continue;
+      var l1 = lum(fg), l2 = lum(b), ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+      if (ratio < 3) faint.push(label(el) + ' "' + t.data.trim().slice(0, 30) + '" ' + ratio.toFixed(2));
+    }
     // Words of the book's tables (ledger, errata findings, environment) laid over two lines, folded
     // parts unfolded first (after every other measure): "reconstr | uction" reads as two words.
     document.querySelectorAll('.toggle-hidden').forEach(function (el) { el.classList.remove('toggle-hidden'); });
@@ -528,6 +564,8 @@ PROBE = r"""<script>
       }
     });
     R.result = {
+      dark: document.documentElement.dataset.theme === 'dark',
+      faint_text: faint.slice(0, 20),
       broken_words: broken.slice(0, 20),
       column: Math.round(col.getBoundingClientRect().width),
       page_pan: Math.max(0, doc.scrollWidth - doc.clientWidth),   // how far the page itself scrolls sideways
@@ -551,6 +589,10 @@ PROBE = r"""<script>
     top.body.appendChild(pre);
   }
   window.addEventListener('load', function () {
+    if (location.hash === '#attnflow-dark') {  // the reader's dark mode (pydata-sphinx-theme's switch)
+      document.documentElement.dataset.mode = 'dark';
+      document.documentElement.dataset.theme = 'dark';
+    }
     var done = function () { setTimeout(measure, 300); };
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(done, done);
     else setTimeout(function () {
@@ -606,8 +648,10 @@ def render(exe: str, base: str, page: str, width: int) -> dict:
     the probe's measurements. Each run has its own profile folder, so runs can go in parallel."""
     import tempfile
 
+    dark = width == DARK
+    width = 1280 if dark else width
     window = max(width, 1280)
-    url = base + (page if width >= 500 else f"__frame/{width}/{page}")
+    url = base + (page if width >= 500 else f"__frame/{width}/{page}") + ("#attnflow-dark" if dark else "")
     for attempt in range(2):  # one retry: a loaded machine may drop a page load
         with tempfile.TemporaryDirectory(prefix="attnflow-chromium-") as profile:
             run = subprocess.run(
@@ -666,7 +710,7 @@ def site(tmp_path_factory):
         from concurrent.futures import ThreadPoolExecutor
 
         jobs = int(os.environ.get("ATTNFLOW_BROWSER_JOBS") or min(4, max(1, (os.cpu_count() or 2) // 2)))
-        todo = [(page, width) for page in pages for width in WIDTHS]
+        todo = [(page, width) for page in pages for width in (*WIDTHS, DARK)]
         with ThreadPoolExecutor(max_workers=jobs) as pool:  # one Chromium per (page, width)
             for key, res in zip(todo, pool.map(lambda pw: render(exe, base, *pw), todo)):
                 results[key] = res
@@ -677,7 +721,7 @@ def site(tmp_path_factory):
 
 
 def _each(site):
-    return sorted(site["results"].items())
+    return sorted(site["results"].items(), key=lambda kv: (kv[0][0], str(kv[0][1])))
 
 
 def test_no_console_errors(site):
@@ -700,6 +744,14 @@ def test_page_never_pans_sideways(site):
 def test_no_word_of_a_book_table_is_broken_across_lines(site):
     """The ledger's cells broke words mid-word ("reconstr uction") on a narrow column (issue 25, item 8)."""
     bad = {f"{p} @{w}px": r["broken_words"] for (p, w), r in _each(site) if r["broken_words"]}
+    assert not bad, bad
+
+
+def test_text_is_readable_in_light_and_dark_mode(site):
+    """Dark mode was never looked at (issue 25, item 4): every text's contrast with its background
+    is at least 3:1, in both modes."""
+    assert all(r["dark"] == (w == DARK) for (_, w), r in _each(site)), "dark mode did not switch"
+    bad = {f"{p} @{w}": r["faint_text"] for (p, w), r in _each(site) if r["faint_text"]}
     assert not bad, bad
 
 
