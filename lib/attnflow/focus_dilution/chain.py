@@ -57,11 +57,6 @@ class MarkovChain:
         return self.P.shape[0]
 
     @property
-    def Pi(self) -> np.ndarray:
-        """Π = diag(π), (d, d)."""
-        return np.diag(self.pi)
-
-    @property
     def ell(self) -> np.ndarray:
         """ℓ = log π − mean(log π) 1: centred log-frequencies (spec R2), (d,)."""
         lp = np.log(self.pi)

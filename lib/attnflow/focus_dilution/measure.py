@@ -1,6 +1,6 @@
 """Stage quantities along a trajectory (spec focus_dilution.md §7, items 1–6) and stage detection.
 
-    run = measure.Trajectory.from_flow(result, loss)     # result = flow.integrate(...)
+    run = runs.population_flow(chain, ...)              # a Trajectory (runs.FlowRun, training.TrainRun)
     run.quantities["kappa"], run.quantities["A"][:, 0, 0], run.window("sigma2", 0.01, 0.1)
 
 Every quantity is computed for all stored times at once (batched SVDs), in float64.
@@ -160,10 +160,6 @@ class Trajectory(Run):
     gradient evaluations of a flow. ``at``, ``quantity``, ``final`` … are the record's accessors."""
 
     nfev: int = 0
-
-    @classmethod
-    def from_flow(cls, result, loss: PopulationLoss) -> "Trajectory":
-        return cls(t=result.t, quantities=quantities(result.states(), loss), nfev=result.nfev, wall_s=result.wall_s)
 
     def rate(self, key: str, t0: float, t1: float) -> float:
         """Fitted growth rate of ``key`` on [t0, t1] (see :func:`fit_rate`)."""
