@@ -70,6 +70,13 @@ class Tier2:
 
 
 TIER2 = [
+    Tier2(
+        "test_contributing.py",
+        "test_the_grading_recipe_fails_on_a_check_added_after_finish",
+        None,
+        "teaching.md's grading recipe end to end: two papermill kernels on a tiny notebook "
+        "(the library guard, test_claims::test_a_check_after_finish_fails_the_run, is tier 1)",
+    ),
     # --- the book pages again, beyond the one smoke run per page of the fast tier ----------------
     Tier2(
         "test_pages.py",
