@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field, fields
@@ -303,17 +302,15 @@ def regenerate(
     page's domains, say — and the atlas is the union of every theory page's latest run."""
     import pandas as pd
 
-    from attnflow import parallel, runner
+    from attnflow import parallel, resources, runner
 
     root = runner.book_root()
     out = Path(output) if output else default_dir(root)
     prov_path = out / "provenance.json"
     old = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.exists() else {}
     per_page = dict(old.get("per_page", {}))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = ""
+    state = resources.git_state(root)
+    commit = state[0] if state else ""
     command = "python -m attnflow.atlas " + " ".join(sys.argv[1:])
     for page in pages:
         folder = out / "sweeps" / page.replace("/", "__")
