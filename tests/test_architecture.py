@@ -45,6 +45,7 @@ LAYERS: dict[str, set[str]] = {
     "base": {
         "attnflow",
         "attnflow.params",
+        "attnflow.costs",
         "attnflow.claims",
         "attnflow.stats",
         "attnflow.seeding",

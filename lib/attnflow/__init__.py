@@ -11,7 +11,7 @@ ledger: ``check``, ``check_mean``, domains, verdicts), ``stats`` (t intervals ov
 ``display`` (glue, equations, tables), ``exercises`` (nbgrader-style exercises), ``seeding`` (the
 seeding policy: one generator stream per role), ``record`` (``Run``: the one record every flow and training returns),
 ``device`` (CPU/CUDA, precision), ``progress`` (progress bars), ``resources`` (where the book's
-files are).
+files are), ``costs`` (the measured per-step rates behind every page's run-cost estimate).
 
 **numerics**, shared computation: ``flow`` (gradient flow with adaptive solvers), ``train``
 (discrete training with per-circuit learning rates), ``sweep`` (many models trained as one batched

@@ -1,7 +1,8 @@
 """The parameter contracts of every focus–dilution page (DESIGN.md principle 5) and the chain they build.
 
 One schema per page: the theory pages (CONDENSATION, UNIGRAM_SADDLE, FOCUS, DILUTION, ESCAPE) and the
-training pages (CYCLE, FINITE_SAMPLE, ROBUSTNESS, PCA_TRAJECTORIES, with their cost estimates). Every
+training pages (CYCLE, FINITE_SAMPLE, ROBUSTNESS, PCA_TRAJECTORIES), each with its cost estimate
+(THEORY_COSTS, COSTS; REAL_TEXT_COST for realtext.SCHEMA; rates in attnflow.costs). Every
 rule a page's parameters must satisfy is a rule of its schema, so a bad value stops the run before any
 computation (exit 2) with the rule that failed. Every page shares the chain and model parameters
 below; ``make_chain(cfg)`` builds the chain, ``is_reference(cfg)`` says whether the spec's regression
@@ -13,6 +14,7 @@ the flow and reports (not checks) the spec's numbers.
 
 from __future__ import annotations
 
+from attnflow import costs
 from attnflow.device import DEVICES
 from attnflow.focus_dilution.chain import REFERENCE, ChainError, MarkovChain, dirichlet_chain, hub_family
 from attnflow.params import Param, ParameterError, Schema
@@ -31,6 +33,8 @@ __all__ = [
     "is_reference",
     "REFERENCE_MODEL",
     "COSTS",
+    "THEORY_COSTS",
+    "REAL_TEXT_COST",
     "MAX_TOKENS",
 ]
 
@@ -251,16 +255,64 @@ ESCAPE = Schema(
 )
 
 
+# -- run-cost estimates of the theory pages (attnflow.costs: population flows to their horizons) -------
+def _flow_size(c) -> float:
+    """Work of one population flow per unit time relative to the reference (d = 5 tokens, m = 8)."""
+    return (c.n_low + 1) * c.d_model / 40.0
+
+
+def _condensation_cost(c) -> float:
+    from attnflow.focus_dilution import closed_forms
+
+    chain = make_chain(c)
+    t_end = closed_forms.condensation_horizon(chain, c.horizon, c.init_scale)
+    t_euler = c.fit_window[1] / closed_forms.sigma0(chain) + 1.0
+    return costs.page(costs.markov_flow_s(t_end, 1, _flow_size(c)), costs.EULER_STEP_S * t_euler / c.euler_dt)
+
+
+_SADDLE_S = 10.0  # the page's symbolic saddle analysis (d = 3), independent of the parameters (10.5 s measured)
+
+THEORY_COSTS = {
+    "condensation": (
+        _condensation_cost,
+        "seconds on 2 CPU cores: the flow to max(horizon, 2.5 T₁) and the Euler run, (fit_window[1]/σ0)/euler_dt steps",
+    ),
+    "unigram_saddle": (
+        lambda c: costs.page(costs.markov_flow_s(2 * c.horizon + c.random_horizon, 3, _flow_size(c)), _SADDLE_S),
+        "seconds on 2 CPU cores: two flows to horizon, one to random_horizon, the symbolic saddle",
+    ),
+    "focus": (
+        lambda c: costs.page(costs.markov_flow_s(2 * c.horizon, 2, _flow_size(c))),
+        "seconds on 2 CPU cores: the flows of the chain and of the counter-example to horizon",
+    ),
+    "dilution": (
+        lambda c: costs.page(costs.markov_flow_s(c.horizon + c.horizon_cycle, 2, _flow_size(c))),
+        "seconds on 2 CPU cores: the flows to horizon and to horizon_cycle",
+    ),
+    "escape": (
+        lambda c: costs.page(
+            costs.markov_flow_s(c.horizon_trapped + len(c.deltas) * c.horizon, 1 + len(c.deltas), _flow_size(c)),
+            costs.FLOW_RUN_S * len(c.deltas_ls),
+        ),
+        "seconds on 2 CPU cores: the δ = 0 flow to horizon_trapped and len(deltas) flows to horizon",
+    ),
+}
+CONDENSATION.cost = THEORY_COSTS["condensation"]
+UNIGRAM_SADDLE.cost = THEORY_COSTS["unigram_saddle"]
+FOCUS.cost = THEORY_COSTS["focus"]
+DILUTION.cost = THEORY_COSTS["dilution"]
+ESCAPE.cost = THEORY_COSTS["escape"]
+
+
 # ------------------------------------------------------------------------------ page schemas
-# Cost estimates, in seconds on 2 shared CPU cores, from timings of the book defaults: sampling
-# ~1.5·10⁻⁸ s per token and token type, a GD step ~1 ms plus ~1.2·10⁻⁷ s per (run, row, token) entry,
-# the BDF flow ~3 ms per unit of flow time. They go to ``params.Schema(cost=...)`` where it exists.
+# Cost estimates of the training pages (attnflow.costs: seconds on 2 shared CPU cores): the flow, the
+# sampler walking every token, and batched full-batch GD on the sampled rows.
 def _flow_s(c) -> float:
-    return 3e-3 * c.lr * c.steps
+    return costs.markov_flow_s(c.lr * c.steps, 1, _flow_size(c))
 
 
 def _train_s(c, runs_: int, rows: float, steps: int | None = None) -> float:
-    return (steps or c.steps) * (1e-3 + 1.2e-7 * runs_ * rows * (c.n_low + 1) * max(1, c.d_model // 8))
+    return costs.markov_gd_s(steps or c.steps, runs_, rows, c.n_low + 1, c.d_model)
 
 
 def _tokens(c) -> float:
@@ -269,25 +321,25 @@ def _tokens(c) -> float:
 
 
 def _sample_s(c) -> float:
-    return 1.5e-8 * _tokens(c) * (c.n_low + 1)
+    return costs.sampled_tokens_s(_tokens(c), c.n_low + 1)
 
 
 def _cycle_cost(c) -> float:
-    return _flow_s(c) + _sample_s(c) + _train_s(c, getattr(c, "n_seeds", 1), c.n_samples)
+    return costs.page(_flow_s(c), _sample_s(c), _train_s(c, getattr(c, "n_seeds", 1), c.n_samples))
 
 
 def _finite_cost(c) -> float:
     runs_ = c.n_seeds * (len(c.n_samples) + len(c.seq_len))
-    return _flow_s(c) + _sample_s(c) + _train_s(c, runs_, max(c.n_samples))
+    return costs.page(_flow_s(c), _sample_s(c), _train_s(c, runs_, max(c.n_samples)))
 
 
 def _robustness_cost(c) -> float:
     runs_ = len(c.init_scales) + len(c.widths) + len(c.deltas) + len(c.a_h_variants)
-    return (
-        _sample_s(c)
-        + _train_s(c, runs_, c.n_low + 1)
-        + _train_s(c, 1, c.n_low + 1, c.adam_steps)
-        + _train_s(c, c.n_seeds, c.n_samples)
+    return costs.page(
+        _sample_s(c),
+        _train_s(c, runs_, c.n_low + 1),
+        _train_s(c, 1, c.n_low + 1, c.adam_steps),
+        _train_s(c, c.n_seeds, c.n_samples),
     )
 
 
@@ -299,11 +351,24 @@ COSTS = {
 }
 
 
+def _real_text_cost(c) -> float:
+    runs_ = 2 * c.n_seeds  # a real and a Markov run per seed, per corpus
+    return costs.page(
+        len(c.corpora)
+        * costs.realtext_gd_s(c.steps, runs_, c.n_train + c.n_eval / c.record_every, c.seq_len, c.vocab_size, c.d_model)
+    )
+
+
+REAL_TEXT_COST = (
+    _real_text_cost,
+    "seconds on 2 CPU cores: full-batch GD, corpora × 2 n_seeds runs × steps × n_train × seq_len × vocab_size"
+    " · d_model",
+)
+"""The real_text page's estimate (``realtext.SCHEMA``, cost=REAL_TEXT_COST)."""
+
+
 def _make_schema(key: str, requires: list, **params):
-    try:
-        return Schema(f"focus_dilution/{key}", requires=requires, cost=COSTS[key], **params)
-    except TypeError:  # a params.Schema without the cost keyword yet
-        return Schema(f"focus_dilution/{key}", requires=requires, **params)
+    return Schema(f"focus_dilution/{key}", requires=requires, cost=COSTS[key], **params)
 
 
 def _schema(key: str, *, rules: tuple = (), **extra):

@@ -34,6 +34,7 @@ import torch
 
 from attnflow import data, seeding
 from attnflow.focus_dilution import chain as chains, closed_forms, runs as runs_, training
+from attnflow.focus_dilution.contracts import REAL_TEXT_COST
 from attnflow.focus_dilution.model import PARAM_NAMES, init_params, rank_one_params
 from attnflow.params import Param, ParameterError, Schema
 
@@ -540,6 +541,7 @@ def glue_values(res: RealTextRun, marks: dict) -> dict:
 # -- page parameters (DESIGN.md, principle 5) ----------------------------------------------------
 SCHEMA = Schema(
     "focus_dilution/real_text",
+    cost=REAL_TEXT_COST,
     requires=[
         (lambda c: len(set(c.corpora)) == len(c.corpora), "corpora are distinct"),
         (

@@ -20,6 +20,9 @@ here, so bad input exits with code 2 before anything runs:
 
 from __future__ import annotations
 
+import math
+
+from attnflow import costs
 from attnflow.params import Param, Schema
 from attnflow.sharpening import data
 from attnflow.sharpening.model import PARAMETRIZATIONS
@@ -40,6 +43,7 @@ __all__ = [
     "BY_PAGE",
     "SYNTHETIC_OPTIMIZERS",
     "REAL_OPTIMIZERS",
+    "COSTS",
 ]
 
 NAMES = tuple(PARAMETRIZATIONS)
@@ -101,8 +105,131 @@ def _population_fits(n_common_of):
 _HORIZON_RULE = (_horizon_fits, "the horizon keeps e^a and e^b within float64")
 _DISTINCT_SEEDS = (lambda c: len(set(c.seeds)) == len(c.seeds), "seeds are distinct")
 
+
+# -- run-cost estimates (attnflow.costs: seconds on 2 shared CPU cores, from each page's dominant work) ----
+def _compositions(c, n_common: int, seq_len: int) -> int:
+    return data.n_compositions(data.Task(n_classes=c.n_classes, n_common=n_common, seq_len=seq_len))
+
+
+def _reduced_runs(c) -> int:
+    return len(getattr(c, "parametrizations", NAMES)) * len(getattr(c, "lr_ratios", [1.0]))
+
+
+def _lemma1_cost(c) -> float:
+    return costs.page(costs.population_gd_s(c.t_max * c.lr_qk * c.d * c.d_h, c.n_samples, c.n_keys))
+
+
+def _scalar_cost(c) -> float:
+    pop = _compositions(c, c.n_common, c.n_compete + 2)
+    return costs.page(costs.population_flow_s(c.t_max, pop, c.n_compete + 2, len(c.parametrizations)))
+
+
+def _line_cost(c) -> float:
+    steps = sum(max(1, round(c.gd_time / h)) for h in c.gd_steps)
+    pop = _compositions(c, c.n_common, c.n_compete + 2)
+    return costs.page(
+        costs.reduced_ode_s(_reduced_runs(c), c.horizon),
+        costs.population_gd_s(steps, pop, c.n_compete + 2, len(c.parametrizations)),
+    )
+
+
+def _growth_cost(c) -> float:
+    return costs.page(costs.reduced_ode_s(_reduced_runs(c), c.horizon))
+
+
+def _mechanism_cost(c) -> float:
+    pop = _compositions(c, c.pop_n_common, c.n_compete + 2)
+    return costs.page(
+        costs.reduced_ode_s(_reduced_runs(c), c.horizon),
+        costs.population_flow_s(c.horizon, pop, c.n_compete + 2, len(c.parametrizations)),
+        costs.stacked_gd_s(c.max_steps, 4 * len(c.seeds), c.n_samples, c.seq_len, separate=True),
+    )
+
+
+def _four_cost(c) -> float:
+    models = len(c.parametrizations) * (len(c.seeds) + 1)  # every seed, plus one balanced model each
+    return costs.page(costs.stacked_gd_s(c.max_steps, models, c.n_train + c.n_test / c.record_every, c.seq_len))
+
+
+def _dtap_cost(c) -> float:
+    models = (len(NAMES) + len([r for r in c.fafo_ratios if r != 1.0])) * len(c.seeds)
+    return costs.page(costs.stacked_gd_s(c.max_steps, models, c.n_train, c.seq_len))
+
+
+def _ratio_cost(c) -> float:
+    models = len(c.lr_ratios) * len(c.seeds)
+    rows = {"gd": c.n_train, "adamw": c.batch_size + c.n_train / c.eval_every}
+    rows["sgd"] = rows["adamw"]
+    lr = {"adamw": c.lr_adamw, "sgd": c.lr_sgd, "gd": c.lr_gd}
+    steps = {o: costs.steps_to_target(o, lr[o], c.max_steps, c.momentum if o == "sgd" else 0.0) for o in c.optimizers}
+    return costs.page(*(costs.stacked_gd_s(steps[o], models, rows[o], c.seq_len) for o in c.optimizers))
+
+
+def _breaks_cost(c) -> float:
+    model_steps = 5 * len(c.seeds) * len(c.init_scales) * sum(math.ceil(c.max_time / lr) for lr in c.lrs)
+    steps = math.ceil(c.max_time / min(c.lrs))  # the batch runs until its slowest model's budget
+    return costs.page(costs.stacked_gd_s(steps, None, c.n_train, c.seq_len, model_steps=model_steps))
+
+
+def _real_cost(c) -> float:
+    models = len(c.lr_ratios) * len(c.seeds)
+    epochs = {"adamw": c.epochs_adamw, "sgd": c.epochs_sgd}
+    return costs.page(
+        *(
+            costs.minibatch_s(
+                math.ceil(epochs[o] * c.n_train / c.batch_size),
+                models,
+                c.batch_size,
+                c.max_len,
+                c.vocab_size,
+                c.d_model,
+            )
+            for o in c.optimizers
+        )
+    )
+
+
+_ON2 = "seconds on 2 CPU cores: "
+COSTS = {
+    "lemma1_rescaling": (_lemma1_cost, _ON2 + "the factor flow, t_max · lr_qk · d · d_h × n_samples × n_keys"),
+    "scalar_reduction": (
+        _scalar_cost,
+        _ON2 + "the population flow, log10(t_max) × the (n_common, n_compete) population",
+    ),
+    "line_theorem": (
+        _line_cost,
+        _ON2 + "GD on the exact population, Σ gd_time/h over gd_steps × the (n_common, n_compete) population",
+    ),
+    "growth_rates": (_growth_cost, _ON2 + "reduced ODEs, parametrizations × lr_ratios × log10(horizon)"),
+    "sharpening_mechanism": (
+        _mechanism_cost,
+        _ON2 + "the sampled GD runs, max_steps × 4 models × seeds × n_samples × seq_len, and the ODEs",
+    ),
+    "four_parametrizations": (
+        _four_cost,
+        _ON2 + "batched GD, max_steps × parametrizations × (seeds + 1) × n_train × seq_len",
+    ),
+    "dtap_heatmaps": (_dtap_cost, _ON2 + "batched GD, max_steps × models (fafo_ratios, seeds) × n_train × seq_len"),
+    "ratio_sweep": (
+        _ratio_cost,
+        _ON2 + "per optimizer, steps to target_loss (forecast from lr_*, at most max_steps) × lr_ratios × seeds "
+        "× (batch_size + n_train/eval_every) × seq_len",
+    ),
+    "where_it_breaks": (
+        _breaks_cost,
+        _ON2 + "batched GD, Σ max_time/lr over lrs × init_scales × seeds × 5 models × n_train × seq_len",
+    ),
+    "real": (
+        _real_cost,
+        _ON2 + "minibatch training, epochs · n_train/batch_size × lr_ratios × seeds × "
+        "(batch_size · max_len + vocab_size) × d_model, per optimizer",
+    ),
+}
+
+
 LEMMA1_RESCALING = Schema(
     "sharpening/lemma1_rescaling",
+    cost=COSTS["lemma1_rescaling"],
     requires=[
         (
             lambda c: c.d_h <= c.d,
@@ -125,6 +252,7 @@ LEMMA1_RESCALING = Schema(
 
 SCALAR_REDUCTION = Schema(
     "sharpening/scalar_reduction",
+    cost=COSTS["scalar_reduction"],
     requires=[
         (lambda c: c.d_h >= c.n_classes, "d_h ≥ K (balanced factorized OV init)"),
         _population_fits(lambda c: c.n_common),
@@ -146,6 +274,7 @@ SCALAR_REDUCTION = Schema(
 
 LINE_THEOREM = Schema(
     "sharpening/line_theorem",
+    cost=COSTS["line_theorem"],
     requires=[
         _HORIZON_RULE,
         _population_fits(lambda c: c.n_common),
@@ -163,6 +292,7 @@ LINE_THEOREM = Schema(
 
 GROWTH_RATES = Schema(
     "sharpening/growth_rates",
+    cost=COSTS["growth_rates"],
     requires=[
         _HORIZON_RULE,
         (
@@ -179,6 +309,7 @@ GROWTH_RATES = Schema(
 
 SHARPENING_MECHANISM = Schema(
     "sharpening/sharpening_mechanism",
+    cost=COSTS["sharpening_mechanism"],
     requires=[_HORIZON_RULE, _population_fits(lambda c: c.pop_n_common), _DISTINCT_SEEDS],
     **REDUCED_FLOW,
     matched_prob=Param(
@@ -222,6 +353,7 @@ _MAX_STEPS = Param(int, 1, 10**7, "most optimizer steps per model")
 
 FOUR_PARAMETRIZATIONS = Schema(
     "sharpening/four_parametrizations",
+    cost=COSTS["four_parametrizations"],
     requires=[_DISTINCT_SEEDS],
     **_TASK,
     parametrizations=Param(list, doc="parametrizations", item=str, choices=NAMES),
@@ -233,6 +365,7 @@ FOUR_PARAMETRIZATIONS = Schema(
 
 DTAP_HEATMAPS = Schema(
     "sharpening/dtap_heatmaps",
+    cost=COSTS["dtap_heatmaps"],
     requires=[_DISTINCT_SEEDS],
     **_TASK,
     fafo_ratios=_RATIOS,
@@ -244,6 +377,7 @@ DTAP_HEATMAPS = Schema(
 
 RATIO_SWEEP = Schema(
     "sharpening/ratio_sweep",
+    cost=COSTS["ratio_sweep"],
     **_TASK,
     requires=[
         _DISTINCT_SEEDS,
@@ -272,6 +406,7 @@ RATIO_SWEEP = Schema(
 
 WHERE_IT_BREAKS = Schema(
     "sharpening/where_it_breaks",
+    cost=COSTS["where_it_breaks"],
     **_TASK,
     requires=[_DISTINCT_SEEDS, (lambda c: c.init_scale in c.init_scales, "init_scale is one of init_scales")],
     init_scales=Param(list, 0, 100, "init scales σ·√d of the grid", item=float, lo_open=True),
@@ -288,6 +423,7 @@ def _real(name: str) -> Schema:
     )
     return Schema(
         f"sharpening/real_{name}",
+        cost=COSTS["real"],
         requires=[
             _DISTINCT_SEEDS,
             (lambda c: 1.0 in c.lr_ratios and max(c.lr_ratios) > 1.0, "lr_ratios hold the baseline 1 and some r > 1"),
