@@ -1,10 +1,10 @@
 """Every page estimates its run cost from its parameters (issue 26): fast, no page runs.
 
-REFERENCE_S: the measured wall time of ``attnflow run PAGE --quiet`` at the book defaults, seconds, on the
-project's 2-core shared machine (``/usr/bin/time``, one page at a time, load average 2–7 from other
-agents), 2026-12-03 at 0d8cbb7-era sources (issue 26 cost work; the sharpening mechanism, line theorem,
-scalar reduction, growth rates and real_* pages from the issue-23 baselines the same morning). The
-estimate at the book defaults must lie within [0.3×, 3×] of it.
+REFERENCE_S: the measured wall time of ``attnflow run PAGE --quiet --output DIR`` at the book defaults,
+seconds, on the project's 2-core shared machine (``/usr/bin/time``, one page at a time, 1-minute load
+average 1.5–4.4 from other agents unless noted), 2026-12-03 06:25–07:05 UTC at 9821907 plus the issue-26
+cost work (the CPU seconds, user + sys, were 0.6–1.0 of the wall). The estimate at the book defaults must
+lie within [0.3×, 3×] of it.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from attnflow.sharpening import contracts as sh
 
 REFERENCE_S = {
     "sharpening/lemma1_rescaling": 20.0,
-    "sharpening/scalar_reduction": 53.1,
-    "sharpening/line_theorem": 56.1,
-    "sharpening/growth_rates": 35.2,
-    "sharpening/sharpening_mechanism": 77.2,
+    "sharpening/scalar_reduction": 12.0,  # load 2.1 (53.1 s in an issue-23 baseline at load ≈ 5)
+    "sharpening/line_theorem": 16.4,  # load 1.6 (56.1 s at load ≈ 5)
+    "sharpening/growth_rates": 10.4,  # load 1.9 (35.2 s at load ≈ 5)
+    "sharpening/sharpening_mechanism": 16.3,  # load 1.8 (77.2 s at load ≈ 5)
     "sharpening/four_parametrizations": 33.3,
     "sharpening/dtap_heatmaps": 39.8,
     "sharpening/ratio_sweep": 29.0,
     "sharpening/where_it_breaks": 50.5,
-    "sharpening/real_squad": 32.5,  # 92.1 s on an earlier run: the load varies
+    "sharpening/real_squad": 26.3,  # load 1.5 (32.5 s and 92.1 s on earlier runs)
     "sharpening/real_hatexplain": 45.3,
     "sharpening/real_sva": 24.4,  # 45.7 s on a second run
     "focus_dilution/condensation": 19.4,
@@ -41,7 +41,7 @@ REFERENCE_S = {
     "focus_dilution/finite_sample": 41.0,
     "focus_dilution/robustness": 30.1,
     "focus_dilution/pca_trajectories": 43.7,
-    "focus_dilution/real_text": 137.5,  # 44.5 s CPU: wall under load
+    "focus_dilution/real_text": 65.1,  # load 1.2 (137.5 s at load ≈ 5)
 }
 
 

@@ -7,9 +7,11 @@ almost nothing) plus the page's dominant work, counted from its parameters with 
 The rates were measured on the project's 2-core machine, shared (load average 2–7), from whole
 ``attnflow run`` wall times (``/usr/bin/time``) at the book defaults and at one scaled point per page,
 December 2026 (issue 26); ``tests/test_costs.py`` holds the per-page reference times. They are
-rates of that machine, so an estimate is good to a factor of about 2–3, enough to warn before a run of
-hours — not a benchmark. The rates are upper bounds where a run may stop early (models that reach the
-target loss stop; the estimate counts every step allowed).
+rates of that machine, which ran the same page 2–4× faster at load average 2 than at 4–6 (the other
+agents' work), so an estimate is good to a factor of about 2–3, enough to warn before a run of hours —
+not a benchmark. Where both were measured, a rate is the geometric middle. The estimates are upper
+bounds where a run may stop early (models that reach the target loss stop; the estimate counts every
+step allowed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "page",
     "stacked_gd_s",
     "steps_to_target",
+    "evaluation_s",
     "population_gd_s",
     "population_flow_s",
     "reduced_ode_s",
@@ -41,17 +44,23 @@ STACKED_STEP_S = 5e-3
 """Sharpening synthetic pages (``experiments.run``): per optimizer step of the stacked models, plus ..."""
 STACKED_MODEL_STEP_S = 4e-5
 """... this per model and step, plus ..."""
-STACKED_ENTRY_S = 5.2e-9
-"""... this per model × step × row × position. Fitted on four_parametrizations (20 models, 1814 steps of
-2000 rows: 14.9 s of GD; 1820 steps of 8000 rows: 28.6 s) and where_it_breaks (180 models, 2000 steps:
-31.9 s)."""
+STACKED_ENTRY_S = ((1.6e5, 5.2e-9), (1.28e6, 1.1e-8))
+"""... plus this per model × step × row × position, at (models × rows, rate) points: the rate grows when
+the stacked rows leave the caches, interpolated in log between the points and held beyond them (no
+measurement further out). Fitted on four_parametrizations (20 models, 1814 steps of 2000 rows: 14.9 s of
+GD; 1820 steps of 8000 rows: 28.6 s; 400 steps of 64000 rows: 67.4 s, load 4.5) and where_it_breaks
+(180 models, 2000 steps: 31.9 s)."""
+EVAL_ENTRY_S = 2.6e-6
+"""Held-out evaluation with AOPC at a loss level: per model × held-out sequence × position × (1 + rationale
+sizes) (ratio_sweep: 2 optimizers × 3 levels × 12 models in 13.5 s, × 36 models in 40.1 s)."""
 STEPS_TO_TARGET = {"adamw": 0.33, "sgd": 19.2, "gd": 181.0}
 """Steps × η_OV (SGD: × (1 − μ)... see :func:`steps_to_target`) that a synthetic model took to reach the
 matched loss at the book defaults (ratio_sweep: AdamW 330 steps at η 0.001, SGD 960 at 0.02 with μ 0.9;
 four_parametrizations: GD 1814 at 0.1)."""
-POPULATION_ENTRY_S = 1.35e-6
+POPULATION_ENTRY_S = 9e-7
 """Sharpening exact population (line theorem GD, scalar reduction flow): per step × composition × position
-(line_theorem: 3000 GD steps on 275 compositions of 11 positions in 12.9 s, 12000 in 48.2 s)."""
+(line_theorem: 3000 GD steps on 275 compositions of 11 positions in 12.9 s and 12000 in 48.2 s at load
+≈ 3.5; 3000 in 5.2 s and 4050 in 8.5 s at load ≈ 2: the geometric middle)."""
 POPULATION_RHS_PER_DECADE = 80.0
 """Right-hand sides of an exact-population gradient flow (LSODA) per decade of its horizon
 (scalar_reduction: 4 flows to t = 1600 in 4.0 s; the adaptive steps grow as the flow settles)."""
@@ -71,10 +80,12 @@ MARKOV_STEP_S = 1e-3
 """Focus–dilution GD on sampled data: per step ..."""
 MARKOV_ENTRY_S = 2.1e-8
 """... plus this per step × (run, row, token type) entry and 8 embedding columns."""
-REALTEXT_ENTRY_S = 4e-11
-"""real_text: full-batch GD per step × run × window × position × vocabulary · width."""
+REALTEXT_ENTRY_S = 2.5e-11
+"""real_text: full-batch GD per step × run × window × position × vocabulary · width (book defaults 65.1 s,
+one corpus and seed at n_train 4096: 39.2 s, load ≈ 1.2–2.3; 137.5 s at load ≈ 5)."""
 MINIBATCH_ENTRY_S = 1.0e-8
-"""Real-data minibatch training: per step × model × (batch × length + vocabulary) × width."""
+"""Real-data minibatch training: per step × model × (batch × length + vocabulary) × width (real_sva: the
+experiment cell 11.9 s at the book defaults; 4× the epochs: 109.4 s wall, 47.6 s CPU at load 3.4)."""
 
 
 def page(*work_s: float) -> float:
@@ -82,9 +93,9 @@ def page(*work_s: float) -> float:
     return PAGE_S + float(sum(work_s))
 
 
-SEPARATE_STEP_S = 1.5e-4
+SEPARATE_STEP_S = 8e-5
 """Overhead of one step of a sharpening model trained alone (sharpening_mechanism's sampled runs:
-12 runs of at most 6000 steps in 12.0 s)."""
+12 runs of at most 6000 steps in 12.0 s at load ≈ 4, 3.1 s at load ≈ 2)."""
 
 
 def stacked_gd_s(
@@ -98,7 +109,19 @@ def stacked_gd_s(
         overhead = SEPARATE_STEP_S * model_steps
     else:
         overhead = STACKED_STEP_S * steps + STACKED_MODEL_STEP_S * model_steps
-    return overhead + STACKED_ENTRY_S * model_steps * rows * seq_len
+    return overhead + _entry_rate(model_steps / max(steps, 1.0) * rows) * model_steps * rows * seq_len
+
+
+def _entry_rate(model_rows: float) -> float:
+    """:data:`STACKED_ENTRY_S` at ``model_rows`` stacked rows."""
+    (x0, r0), (x1, r1) = STACKED_ENTRY_S
+    w = min(1.0, max(0.0, math.log(max(model_rows, 1.0) / x0) / math.log(x1 / x0)))
+    return r0 * (r1 / r0) ** w
+
+
+def evaluation_s(models: float, rows: float, seq_len: float, k_sizes: int = 0) -> float:
+    """Held-out metrics of ``models`` models at one loss level (AOPC over ``k_sizes`` rationale sizes)."""
+    return EVAL_ENTRY_S * models * rows * seq_len * (1 + k_sizes)
 
 
 def steps_to_target(optimizer: str, lr: float, max_steps: int, momentum: float = 0.0) -> float:

@@ -162,7 +162,9 @@ def _ratio_cost(c) -> float:
     rows["sgd"] = rows["adamw"]
     lr = {"adamw": c.lr_adamw, "sgd": c.lr_sgd, "gd": c.lr_gd}
     steps = {o: costs.steps_to_target(o, lr[o], c.max_steps, c.momentum if o == "sgd" else 0.0) for o in c.optimizers}
-    return costs.page(*(costs.stacked_gd_s(steps[o], models, rows[o], c.seq_len) for o in c.optimizers))
+    levels = len(c.checkpoint_losses) + 1
+    evals = len(c.optimizers) * levels * costs.evaluation_s(models, c.n_test, c.seq_len, len(c.k_percents))
+    return costs.page(evals, *(costs.stacked_gd_s(steps[o], models, rows[o], c.seq_len) for o in c.optimizers))
 
 
 def _breaks_cost(c) -> float:
@@ -213,7 +215,7 @@ COSTS = {
     "ratio_sweep": (
         _ratio_cost,
         _ON2 + "per optimizer, steps to target_loss (forecast from lr_*, at most max_steps) × lr_ratios × seeds "
-        "× (batch_size + n_train/eval_every) × seq_len",
+        "× (batch_size + n_train/eval_every) × seq_len, and the evaluation at every checkpoint loss",
     ),
     "where_it_breaks": (
         _breaks_cost,
