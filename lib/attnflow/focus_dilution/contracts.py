@@ -275,26 +275,26 @@ _SADDLE_S = 10.0  # the page's symbolic saddle analysis (d = 3), independent of 
 THEORY_COSTS = {
     "condensation": (
         _condensation_cost,
-        "seconds on 2 CPU cores: the flow to max(horizon, 2.5 T₁) and the Euler run, (fit_window[1]/σ0)/euler_dt steps",
+        "the flow to max(horizon, 2.5 T₁) and the Euler run, (fit_window[1]/σ0)/euler_dt steps",
     ),
     "unigram_saddle": (
         lambda c: costs.page(costs.markov_flow_s(2 * c.horizon + c.random_horizon, 3, _flow_size(c)), _SADDLE_S),
-        "seconds on 2 CPU cores: two flows to horizon, one to random_horizon, the symbolic saddle",
+        "two flows to horizon, one to random_horizon, the symbolic saddle",
     ),
     "focus": (
         lambda c: costs.page(costs.markov_flow_s(2 * c.horizon, 2, _flow_size(c))),
-        "seconds on 2 CPU cores: the flows of the chain and of the counter-example to horizon",
+        "the flows of the chain and of the counter-example to horizon",
     ),
     "dilution": (
         lambda c: costs.page(costs.markov_flow_s(c.horizon + c.horizon_cycle, 2, _flow_size(c))),
-        "seconds on 2 CPU cores: the flows to horizon and to horizon_cycle",
+        "the flows to horizon and to horizon_cycle",
     ),
     "escape": (
         lambda c: costs.page(
             costs.markov_flow_s(c.horizon_trapped + len(c.deltas) * c.horizon, 1 + len(c.deltas), _flow_size(c)),
             costs.FLOW_RUN_S * len(c.deltas_ls),
         ),
-        "seconds on 2 CPU cores: the δ = 0 flow to horizon_trapped and len(deltas) flows to horizon",
+        "the δ = 0 flow to horizon_trapped and len(deltas) flows to horizon",
     ),
 }
 CONDENSATION.cost = THEORY_COSTS["condensation"]
@@ -344,10 +344,21 @@ def _robustness_cost(c) -> float:
 
 
 COSTS = {
-    "cycle": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling n_seeds·N·s tokens + GD on n_seeds·N rows"),
-    "finite_sample": (_finite_cost, "seconds on 2 CPU cores: flow + sampling + GD on every (N, s, seed) run"),
-    "pca_trajectories": (_cycle_cost, "seconds on 2 CPU cores: flow + sampling N·s tokens + GD"),
-    "robustness": (_robustness_cost, "seconds on 2 CPU cores: the batched population sweep, Adam and the sampled runs"),
+    "cycle": (
+        _cycle_cost,
+        "flow + sampling n_seeds·n_samples·seq_len tokens + GD on n_seeds·n_samples rows, steps steps",
+    ),
+    "finite_sample": (
+        _finite_cost,
+        "flow + sampling n_seeds·Σn_samples·max(seq_len) tokens + GD on every (n_samples, seq_len, seed) run, "
+        "steps steps",
+    ),
+    "pca_trajectories": (_cycle_cost, "flow + sampling n_seeds·n_samples·seq_len tokens + GD for steps steps"),
+    "robustness": (
+        _robustness_cost,
+        "the population sweep (init_scales, widths, deltas, a_h_variants) for steps steps, adam_steps of Adam "
+        "and n_seeds sampled runs of n_samples·seq_len tokens",
+    ),
 }
 
 
@@ -361,8 +372,7 @@ def _real_text_cost(c) -> float:
 
 REAL_TEXT_COST = (
     _real_text_cost,
-    "seconds on 2 CPU cores: full-batch GD, corpora × 2 n_seeds runs × steps × n_train × seq_len × vocab_size"
-    " · d_model",
+    "full-batch GD, corpora × 2 n_seeds runs × steps × n_train × seq_len × vocab_size · d_model",
 )
 """The real_text page's estimate (``realtext.SCHEMA``, cost=REAL_TEXT_COST)."""
 

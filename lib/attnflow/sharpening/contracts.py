@@ -191,39 +191,38 @@ def _real_cost(c) -> float:
     )
 
 
-_ON2 = "seconds on 2 CPU cores: "
 COSTS = {
-    "lemma1_rescaling": (_lemma1_cost, _ON2 + "the factor flow, t_max · lr_qk · d · d_h × n_samples × n_keys"),
+    "lemma1_rescaling": (_lemma1_cost, "the factor flow, t_max · lr_qk · d · d_h × n_samples × n_keys"),
     "scalar_reduction": (
         _scalar_cost,
-        _ON2 + "the population flow, log10(t_max) × the (n_common, n_compete) population",
+        "the population flow, log10(t_max) × the (n_common, n_compete) population",
     ),
     "line_theorem": (
         _line_cost,
-        _ON2 + "GD on the exact population, Σ gd_time/h over gd_steps × the (n_common, n_compete) population",
+        "GD on the exact population, Σ gd_time/h over gd_steps × the (n_common, n_compete) population",
     ),
-    "growth_rates": (_growth_cost, _ON2 + "reduced ODEs, parametrizations × lr_ratios × log10(horizon)"),
+    "growth_rates": (_growth_cost, "reduced ODEs, parametrizations × lr_ratios × log10(horizon)"),
     "sharpening_mechanism": (
         _mechanism_cost,
-        _ON2 + "the sampled GD runs, max_steps × 4 models × seeds × n_samples × seq_len, and the ODEs",
+        "the sampled GD runs, max_steps × 4 models × seeds × n_samples × seq_len, and the ODEs",
     ),
     "four_parametrizations": (
         _four_cost,
-        _ON2 + "batched GD, max_steps × parametrizations × (seeds + 1) × n_train × seq_len",
+        "batched GD, max_steps × parametrizations × (seeds + 1) × n_train × seq_len",
     ),
-    "dtap_heatmaps": (_dtap_cost, _ON2 + "batched GD, max_steps × models (fafo_ratios, seeds) × n_train × seq_len"),
+    "dtap_heatmaps": (_dtap_cost, "batched GD, max_steps × models (fafo_ratios, seeds) × n_train × seq_len"),
     "ratio_sweep": (
         _ratio_cost,
-        _ON2 + "per optimizer, steps to target_loss (forecast from lr_*, at most max_steps) × lr_ratios × seeds "
+        "per optimizer, steps to target_loss (forecast from lr_*, at most max_steps) × lr_ratios × seeds "
         "× (batch_size + n_train/eval_every) × seq_len, and the evaluation at every checkpoint loss",
     ),
     "where_it_breaks": (
         _breaks_cost,
-        _ON2 + "batched GD, Σ max_time/lr over lrs × init_scales × seeds × 5 models × n_train × seq_len",
+        "batched GD, Σ max_time/lr over lrs × init_scales × seeds × 5 models × n_train × seq_len",
     ),
     "real": (
         _real_cost,
-        _ON2 + "minibatch training, epochs · n_train/batch_size × lr_ratios × seeds × "
+        "minibatch training, epochs · n_train/batch_size × lr_ratios × seeds × "
         "(batch_size · max_len + vocab_size) × d_model, per optimizer",
     ),
 }
