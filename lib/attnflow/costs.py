@@ -50,13 +50,16 @@ the stacked rows leave the caches, interpolated in log between the points and he
 measurement further out). Fitted on four_parametrizations (20 models, 1814 steps of 2000 rows: 14.9 s of
 GD; 1820 steps of 8000 rows: 28.6 s; 400 steps of 64000 rows: 67.4 s, load 4.5) and where_it_breaks
 (180 models, 2000 steps: 31.9 s)."""
+SEPARATE_STEP_S = 8e-5
+"""Overhead of one step of a sharpening model trained alone (sharpening_mechanism's sampled runs:
+12 runs of at most 6000 steps in 12.0 s at load ≈ 4, 3.1 s at load ≈ 2)."""
 EVAL_ENTRY_S = 2.6e-6
 """Held-out evaluation with AOPC at a loss level: per model × held-out sequence × position × (1 + rationale
 sizes) (ratio_sweep: 2 optimizers × 3 levels × 12 models in 13.5 s, × 36 models in 40.1 s)."""
 STEPS_TO_TARGET = {"adamw": 0.33, "sgd": 19.2, "gd": 181.0}
-"""Steps × η_OV (SGD: × (1 − μ)... see :func:`steps_to_target`) that a synthetic model took to reach the
-matched loss at the book defaults (ratio_sweep: AdamW 330 steps at η 0.001, SGD 960 at 0.02 with μ 0.9;
-four_parametrizations: GD 1814 at 0.1)."""
+"""Steps × effective step (η_OV; SGD: 0.1 η_OV/(1 − μ), which is η_OV at μ = 0.9) that a synthetic
+model took to reach the matched loss at the book defaults (ratio_sweep: AdamW 330 steps at η 0.001,
+SGD 960 at 0.02 with μ 0.9; four_parametrizations: GD 1814 at 0.1)."""
 POPULATION_ENTRY_S = 9e-7
 """Sharpening exact population (line theorem GD, scalar reduction flow): per step × composition × position
 (line_theorem: 3000 GD steps on 275 compositions of 11 positions in 12.9 s and 12000 in 48.2 s at load
@@ -91,11 +94,6 @@ experiment cell 11.9 s at the book defaults; 4× the epochs: 109.4 s wall, 47.6 
 def page(*work_s: float) -> float:
     """The estimate of a page: :data:`PAGE_S` plus its parts of work (seconds)."""
     return PAGE_S + float(sum(work_s))
-
-
-SEPARATE_STEP_S = 8e-5
-"""Overhead of one step of a sharpening model trained alone (sharpening_mechanism's sampled runs:
-12 runs of at most 6000 steps in 12.0 s at load ≈ 4, 3.1 s at load ≈ 2)."""
 
 
 def stacked_gd_s(
