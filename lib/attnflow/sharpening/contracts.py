@@ -148,12 +148,14 @@ def _mechanism_cost(c) -> float:
 
 def _four_cost(c) -> float:
     models = len(c.parametrizations) * (len(c.seeds) + 1)  # every seed, plus one balanced model each
-    return costs.page(costs.stacked_gd_s(c.max_steps, models, c.n_train + c.n_test / c.record_every, c.seq_len))
+    steps = costs.steps_to_target("gd", c.lr, c.max_steps)
+    return costs.page(costs.stacked_gd_s(steps, models, c.n_train + c.n_test / c.record_every, c.seq_len))
 
 
 def _dtap_cost(c) -> float:
     models = (len(NAMES) + len([r for r in c.fafo_ratios if r != 1.0])) * len(c.seeds)
-    return costs.page(costs.stacked_gd_s(c.max_steps, models, c.n_train, c.seq_len))
+    steps = costs.steps_to_target("gd", c.lr, c.max_steps)
+    return costs.page(costs.stacked_gd_s(steps, models, c.n_train, c.seq_len))
 
 
 def _ratio_cost(c) -> float:
@@ -208,9 +210,14 @@ COSTS = {
     ),
     "four_parametrizations": (
         _four_cost,
-        "batched GD, max_steps × parametrizations × (seeds + 1) × n_train × seq_len",
+        "batched GD, steps to target_loss (forecast from lr, at most max_steps) × parametrizations × (seeds + 1) "
+        "× n_train × seq_len",
     ),
-    "dtap_heatmaps": (_dtap_cost, "batched GD, max_steps × models (fafo_ratios, seeds) × n_train × seq_len"),
+    "dtap_heatmaps": (
+        _dtap_cost,
+        "batched GD, steps to target_loss (forecast from lr, at most max_steps) × models (fafo_ratios, seeds) "
+        "× n_train × seq_len",
+    ),
     "ratio_sweep": (
         _ratio_cost,
         "per optimizer, steps to target_loss (forecast from lr_*, at most max_steps) × lr_ratios × seeds "
