@@ -147,7 +147,8 @@ def _mechanism_cost(c) -> float:
 
 
 def _four_cost(c) -> float:
-    models = len(c.parametrizations) * (len(c.seeds) + 1)  # every seed, plus one balanced model each
+    n_runs = len(c.seeds)
+    models = len(c.parametrizations) * (n_runs + 1)  # every seed, plus one balanced model each
     steps = costs.steps_to_target("gd", c.lr, c.max_steps)
     return costs.page(costs.stacked_gd_s(steps, models, c.n_train + c.n_test / c.record_every, c.seq_len))
 
