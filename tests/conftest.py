@@ -160,7 +160,8 @@ TIER2 = [
         "test_browser.py",
         "test_no_console_errors|test_nothing_wider_than_its_column|test_page_never_pans_sideways|"
         "test_math_is_never_clipped|test_printed_output_wraps|test_math_typeset_and_no_raw_markup|"
-        "test_minibook_statement_numbers_and_glue",
+        "test_minibook_statement_numbers_and_glue|test_no_word_of_a_book_table_is_broken_across_lines|"
+        "test_text_is_readable_in_light_and_dark_mode",
         None,
         "browser: builds a mini-book and renders it in headless Chromium; the helpers' unit tests stay in tier 1",
     ),
