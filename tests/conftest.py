@@ -223,6 +223,7 @@ def _describe(item) -> dict:
         "file": item.path.name,
         "markers": sorted({m.name for m in item.iter_markers()}),
         "page": page if isinstance(page, str) else None,
+        "fixtures": sorted(getattr(item, "fixturenames", ())),
     }
 
 

@@ -110,6 +110,17 @@ def test_the_fast_tier_holds_no_slow_or_tier2_test(collection):
     assert not bad, f"the fast tier (make test) would run slow / tier-2 tests: {bad}"
 
 
+# Fixtures that build or render a book (a mini-book in headless Chromium): only the second tier uses them.
+TIER2_FIXTURES = {"site"}
+
+
+def test_the_fast_tier_builds_and_renders_no_book(collection):
+    items, _ = collection
+    fast = selected(items, makefile_marker_expression("test"))
+    bad = [i["nodeid"] for i in fast if TIER2_FIXTURES & set(i.get("fixtures", ()))]
+    assert not bad, f"fast-tier tests that build and render the mini-book (add them to TIER2): {bad}"
+
+
 def test_the_two_tiers_together_run_every_test_once(collection):
     items, _ = collection
     fast = {i["nodeid"] for i in selected(items, makefile_marker_expression("test"))}
