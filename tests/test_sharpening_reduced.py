@@ -5,11 +5,13 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
+from attnflow import flow
 from attnflow.params import ParameterError
 from attnflow.sharpening import contracts, reduction, targets
 from attnflow.sharpening.data import Task
-from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve
+from attnflow.sharpening.reduced import HorizonError, ReducedSystem, solve, time_grid
 
 
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")  # tiny float64 models: ~20× faster on one thread
@@ -134,3 +136,69 @@ def test_page_schemas_reject_bad_values_by_name():
 def test_factorized_qk_needs_positive_b0():
     with pytest.raises(ParameterError, match="b0"):
         solve(ReducedSystem("FACO", 1.0), 10.0, b0=0.0)
+
+
+# -- the closed-form right-hand side against the torch/autograd one (issue 23) -------------------------
+STATES = [(0.1, 0.1), (3.0, 2.0), (15.0, 7.0), (-0.5, 0.3), (40.0, -2.0), (0.2, -0.4)]
+
+
+@pytest.mark.parametrize("name", ["CACO", "CAFO", "FACO", "FAFO"])
+@pytest.mark.parametrize("imbalance", [0.0, 0.5])
+def test_closed_form_rhs_and_jacobian_match_torch_and_jacfwd(name, imbalance):
+    """ReducedSystem.rhs / jacobian (the solver's path) = rhs_torch and torch.func.jacfwd of it."""
+    system = ReducedSystem(name, 3.0, 9, 5, lr_ov=0.7, imbalance_ov=imbalance)
+    jac_fn = torch.func.jacfwd(system.rhs_torch)
+    for a, b in STATES:
+        y = torch.tensor([a, b], dtype=torch.float64)
+        np.testing.assert_allclose(system.rhs(a, b), system.rhs_torch(y).numpy(), rtol=1e-13, atol=0)
+        J = jac_fn(y).numpy()
+        np.testing.assert_allclose(system.jacobian(a, b), J, rtol=1e-12, atol=1e-14 * np.abs(J).max())
+
+
+def _solve_with_torch(system, horizon, a0, b0, matched, rtol=1e-10, atol=1e-12):
+    """reduced.solve before issue 23: torch right-hand side, Jacobian from jacfwd, LSODA in log time."""
+    jac_fn = torch.func.jacfwd(system.rhs_torch)
+
+    def f(tau, y):
+        return (1.0 + math.expm1(tau)) * system.rhs_torch(torch.from_numpy(y)).numpy()
+
+    def jac(tau, y):
+        return (1.0 + math.expm1(tau)) * jac_fn(torch.from_numpy(y)).numpy()
+
+    def hit(tau, y):
+        return float(system.p_correct(y[0], y[1])) - matched
+
+    hit.direction = 1
+    t_eval = time_grid(horizon, 60)
+    res = flow.solve(f, np.array([a0, b0]), np.log1p(t_eval), jac=jac, rtol=rtol, atol=atol, events=[hit])
+    return t_eval, res.y, float(np.expm1(res.t_events[0][0]))
+
+
+@pytest.mark.parametrize(
+    "name, a0, b0, r",
+    [("CACO", 0.1, 0.1, 1.0), ("FAFO", 0.3, 0.05, 10.0), ("FACO", 0.05, 0.5, 0.3), ("CAFO", 1.0, 2.0, 3.0)],
+)
+def test_closed_form_solve_matches_the_torch_path(name, a0, b0, r):
+    """The trajectory, its evaluation count and the matched-loss event of the closed-form solve = the
+    torch/jacfwd path's, to a few ulps amplified by the solver (≤ 1e-11 relative, tolerance 1e-10)."""
+    system = ReducedSystem(name, r)
+    t_eval, y_old, t_hit = _solve_with_torch(system, 1e5, a0, b0, 0.9)
+    run = solve(system, 1e5, a0=a0, b0=b0, t_eval=t_eval, matched=0.9)
+    np.testing.assert_allclose(np.stack([run.a, run.b], 1), y_old, rtol=1e-11, atol=1e-13)
+    assert abs(run.matched_event()["t"] - t_hit) <= 1e-11 * t_hit
+
+
+def test_linear_time_closed_form_matches_the_torch_path():
+    system = ReducedSystem("FAFO", 2.0)
+    jac_fn = torch.func.jacfwd(system.rhs_torch)
+    times = [0.0, 5.0, 50.0]
+    run = solve(system, 50.0, a0=0.2, b0=0.3, t_eval=times, log_time=False, matched=None)
+    res = flow.solve(
+        lambda t, y: system.rhs_torch(torch.from_numpy(y)).numpy(),
+        np.array([0.2, 0.3]),
+        times,
+        jac=lambda t, y: jac_fn(torch.from_numpy(y)).numpy(),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(np.stack([run.a, run.b], 1), res.y, rtol=1e-11)

@@ -10,9 +10,12 @@ and g = 1 − s:
 Theorem 3: Ψ(b) − r Φ(a) is constant, r = η_QK/η_OV, with Φ = ∫ a/ρ_OV da and
 Ψ = ∫ db/(ρ_QK (1 − p)) in closed form (the exponential integral Ei for factorized QK).
 
-The right-hand side is written in torch (float64, numerically stable through sigmoids, so g and
-1 − p never cancel), its Jacobian comes from ``torch.func.jacfwd``, and :func:`solve` integrates
-it with ``attnflow.flow.solve`` — by default in log time τ = log(1 + t), where the slow
+The right-hand side is in closed form on floats (:meth:`ReducedSystem.rhs`, numerically stable
+through sigmoids, so g and 1 − p never cancel) with its analytic Jacobian
+(:meth:`ReducedSystem.jacobian`); :meth:`ReducedSystem.rhs_torch` is the same formula in torch,
+whose ``torch.func.jacfwd`` the Jacobian is tested against (tests/test_sharpening_reduced.py). On a
+2-dim state torch's per-call cost was 90 % of a solve (issue 23: 12× slower than plain scipy).
+:func:`solve` integrates it with ``attnflow.flow.solve`` — by default in log time τ = log(1 + t), where the slow
 logarithmic growth takes evenly sized steps up to t = 10⁶ and beyond. :func:`solve_grid` runs a
 grid of parametrizations and ratios; the drift of Ψ − rΦ along a run (:meth:`ReducedRun.drift`,
 over a window :meth:`ReducedRun.drift_until`, relative to the solver's tolerance times the size of
@@ -49,6 +52,14 @@ __all__ = [
 ]
 
 LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)  # ≈ 709.78
+
+
+def _sigmoid(x: float) -> float:
+    """1/(1 + e^{−x}) on a float without overflow."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
 
 
 class HorizonError(ParameterError):
@@ -104,6 +115,35 @@ class ReducedSystem:
     def loss(self, a, b):
         """L(a, b) = −log s (torch, differentiable)."""
         return torch.nn.functional.softplus(math.log(self.n_classes - 1) - a * self.attention(b))
+
+    def rhs(self, a: float, b: float) -> tuple[float, float]:
+        """(da/dt, db/dt) at one state (a, b), floats; Proposition 2 in closed form (the solver's
+        right-hand side; the formula of :meth:`rhs_torch`)."""
+        return self._rates(a, b)[:2]
+
+    def jacobian(self, a: float, b: float) -> np.ndarray:
+        """∂(da/dt, db/dt)/∂(a, b) at one state, (2, 2), analytic: with q = 1 − p and s = 1 − g,
+        ∂p/∂b = pq, ∂g/∂a = −gsp, ∂g/∂b = −gs·apq, ρ'_OV = 4a/ρ_OV (FO), ρ'_QK = 2 sign b (FA)."""
+        da, db, p, q, g, s, rho_ov, rho_qk = self._rates(a, b)
+        d_rho_ov = 4 * a / rho_ov if self.factorized_ov else 0.0
+        d_rho_qk = math.copysign(2.0, b) if self.factorized_qk else 0.0
+        c_ov, c_qk = self.lr_ov * p * g, self.lr_qk * p * q * g
+        return np.array(
+            [
+                [c_ov * (d_rho_ov - rho_ov * s * p), c_ov * rho_ov * q * (1 - s * a * p)],
+                [c_qk * rho_qk * (1 - s * a * p), c_qk * a * (d_rho_qk + rho_qk * (q - p - s * a * p * q))],
+            ]
+        )
+
+    def _rates(self, a: float, b: float) -> tuple:
+        """da, db and the pieces of the Jacobian: p, q = 1 − p, g = 1 − s, s, ρ_OV, ρ_QK."""
+        log_n = math.log(self.n_compete)
+        p, q = _sigmoid(b - log_n), _sigmoid(log_n - b)
+        x = math.log(self.n_classes - 1) - a * p
+        g, s = _sigmoid(x), _sigmoid(-x)
+        rho_ov = math.sqrt(4 * a * a + self.imbalance_ov**2) if self.factorized_ov else 1.0
+        rho_qk = 2 * abs(b) if self.factorized_qk else 1.0
+        return self.lr_ov * rho_ov * p * g, self.lr_qk * rho_qk * a * p * q * g, p, q, g, s, rho_ov, rho_qk
 
     def rhs_torch(self, y: torch.Tensor) -> torch.Tensor:
         """(da/dt, db/dt) at y = (a, b), shape (..., 2); Proposition 2."""
@@ -265,7 +305,8 @@ def solve(
     rtol: float = 1e-10,
     atol: float = 1e-12,
 ) -> ReducedRun:
-    """Integrate the reduced ODE from (a0, b0) to ``horizon`` (adaptive, Jacobian from autograd).
+    """Integrate the reduced ODE from (a0, b0) to ``horizon`` (adaptive, closed-form right-hand side
+    and Jacobian, :meth:`ReducedSystem.rhs` and :meth:`ReducedSystem.jacobian`).
 
     Stored times: :func:`time_grid` (log-spaced, plus ``times``), or exactly ``t_eval``.
     ``matched``: record the first time the correct-class probability s reaches this level.
@@ -278,30 +319,35 @@ def solve(
             f"parameter 'a0': a factorized OV circuit needs a0 > 0 (a = 0 is a fixed point); received {a0}"
         )
     t_eval = time_grid(horizon, n_times, times=times) if t_eval is None else np.asarray(t_eval, dtype=float)
-    jac_fn = torch.func.jacfwd(system.rhs_torch)
-
-    def f_t(t, y):
-        return system.rhs_torch(torch.from_numpy(y)).numpy()
-
-    def J_t(t, y):
-        return jac_fn(torch.from_numpy(y)).numpy()
+    rates, jacobian = system.rhs, system.jacobian
 
     if log_time:  # τ = log(1 + t): dy/dτ = (1 + t) f(t, y)
 
         def f(tau, y):
-            return (1.0 + math.expm1(tau)) * f_t(None, y)
+            scale = 1.0 + math.expm1(tau)
+            da, db = rates(*y.tolist())
+            return np.array([scale * da, scale * db])
 
         def jac(tau, y):
-            return (1.0 + math.expm1(tau)) * J_t(None, y)
+            return (1.0 + math.expm1(tau)) * jacobian(*y.tolist())
 
         grid = np.log1p(t_eval)
     else:
-        f, jac, grid = f_t, J_t, t_eval
+
+        def f(t, y):
+            return np.array(rates(*y.tolist()))
+
+        def jac(t, y):
+            return jacobian(*y.tolist())
+
+        grid = t_eval
     events = []
     if matched is not None:
+        log_k1 = math.log(system.n_classes - 1)
 
-        def hit(tau, y):
-            return float(system.p_correct(y[0], y[1])) - matched
+        def hit(tau, y):  # s − matched, s = σ(a p − log(K − 1))
+            a, b = y.tolist()
+            return _sigmoid(a * _sigmoid(b - math.log(system.n_compete)) - log_k1) - matched
 
         hit.direction = 1
         events = [hit]
