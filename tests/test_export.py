@@ -465,8 +465,9 @@ def test_setup_cell_shows_nothing(installed, tmp_path, monkeypatch):
 
     from attnflow import resources
 
-    for name in ("ATTNFLOW_DATA_DIR", "ATTNFLOW_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
+    for name in ("ATTNFLOW_DATA_DIR", "ATTNFLOW_CACHE_DIR"):  # resources.activate sets them in os.environ:
+        monkeypatch.setenv(name, "")  # recorded first, so that teardown restores them (or removes them)
+        monkeypatch.delenv(name)
     if installed:  # as after a wheel install: no checkout, a packaged book with its data
         (tmp_path / "data").mkdir()
         (tmp_path / "data" / "MANIFEST.json").write_text("{}")
