@@ -43,9 +43,11 @@ def test_windows_bigram_chain_and_uniform_attention_at_the_origin():
         realtext.load_stream("bookcorpus")
 
 
-def test_real_text_run_and_markov_run_from_the_same_start():
+@pytest.fixture(scope="module")
+def toy_run():
+    """300 GD steps of the real-text run and its Markov twin on the toy stream (shared by two tests)."""
     text = toy_stream()
-    res = realtext.train(
+    return text, realtext.train(
         text,
         seq_len=16,
         n_train=256,
@@ -57,6 +59,10 @@ def test_real_text_run_and_markov_run_from_the_same_start():
         d_model=4,
         device="cpu",
     )
+
+
+def test_real_text_run_and_markov_run_from_the_same_start(toy_run):
+    text, res = toy_run
     for run in ("real", "markov"):
         assert torch.equal(res.runs[run].states["W0"][0], res.runs["real"].states["W0"][0])  # same θ(0)
         assert res.val_loss[run][-1] < res.val_loss[run][0] - 0.05  # log d → below the unigram entropy
@@ -66,20 +72,8 @@ def test_real_text_run_and_markov_run_from_the_same_start():
     assert np.isfinite(m["move_corr"]) and 0.0 <= m["move_sign"] <= 1.0
 
 
-def test_lifts_at_a_time_and_missing_pieces():
-    text = toy_stream()
-    res = realtext.train(
-        text,
-        seq_len=16,
-        n_train=256,
-        n_eval=128,
-        steps=300,
-        lr=0.5,
-        record_every=10,
-        init_scale=1e-2,
-        d_model=4,
-        device="cpu",
-    )
+def test_lifts_at_a_time_and_missing_pieces(toy_run):
+    text, res = toy_run
     lift = res.lift()
     got = realtext.lifts_at(res, res.t[5] + 0.1, ["w0", "w2", "absent"], [1, 2])  # nearest record: 5
     assert got["w0"] == pytest.approx(lift[5, 0]) and got["w2"] == pytest.approx(lift[5, 2])
