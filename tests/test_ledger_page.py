@@ -188,3 +188,91 @@ def test_the_domain_table_lists_each_condition_with_what_it_reads(tmp_path):
     assert "2 domain conditions in this build: 1 read the parameters" in html
     assert "state: plateau (t = 3)" in html and "settled by t_pred" in html and "0/1" in html
     assert 'class="math' in html  # $...$ in a condition is typeset
+
+
+VERDICT_PAGE = """\
+Index
+=====
+
+With AdamW faster QK sharpens attention: :attnflow-verdict:`HateXplain <alpha/second A6 adamw: attention entropy>`,
+:attnflow-verdict:`alpha/second A6 sgd`; the AC gain :attnflow-verdict:`alpha/second A9`.
+In this build: :attnflow-totals:`all`.
+"""
+
+
+def _verdict_build(tmp_path, records, page=VERDICT_PAGE, strict=False):
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "conf.py").write_text(CONF.format(records=records))
+    (src / "index.rst").write_text(page)
+    out = tmp_path / "out"
+    rc = build_main(["-q", *(["-W"] if strict else []), "-b", "html", str(src), str(out)])
+    return rc, (out / "index.html").read_text(encoding="utf-8") if rc == 0 else ""
+
+
+def _real(entropy_adamw, ac=("contradicted", "inconclusive")):
+    return [
+        {
+            "page": "alpha/second",
+            "claims": [
+                rec("A6", entropy_adamw, what="HateXplain adamw: attention entropy, r = 10 minus r = 1"),
+                rec("A6", "inconclusive", what="HateXplain sgd: attention entropy, r = 10 minus r = 1"),
+                rec("A9", ac[0], what="HateXplain adamw: AC"),
+                rec("A9", ac[1], what="HateXplain sgd: AC"),
+            ],
+        }
+    ]
+
+
+def test_a_summary_sentence_quotes_the_verdict_of_its_page_and_follows_it(tmp_path):
+    """Issue 25 item 7: the index pages' summary sentences name verdicts only through
+    ``{attnflow-verdict}``, rendered from the build's records — when a page's verdict changes, the
+    sentence changes with it (here reproduced → contradicted)."""
+    rc, html = _verdict_build(tmp_path, _real("pass"), strict=True)
+    assert rc == 0
+    assert "HateXplain ✔ reproduced" in html and "◐ inconclusive" in html
+    assert "1 ⨯ contradicted, 1 ◐ inconclusive" in html  # a mix of two checks is spelled out
+    assert "4 checks on 1 pages: 1 passed, 2 inconclusive (real data), 1 contradicted (real data), 0 failed" in html
+    rc, html = _verdict_build(tmp_path, _real("contradicted", ac=("pass", "pass")), strict=True)
+    assert rc == 0
+    assert "HateXplain ⨯ contradicted" in html and "✔ reproduced" in html and "HateXplain ✔" not in html
+
+
+def test_a_verdict_quoted_from_a_check_the_build_does_not_have_fails_the_strict_build(tmp_path):
+    """A sentence whose check was renamed, removed or moved (its selector matches no record) cannot
+    keep a stale verdict: the strict build fails."""
+    page = VERDICT_PAGE.replace("A6 adamw: attention entropy", "A6 adamw: attention entropy at r = 3")
+    rc, _ = _verdict_build(tmp_path, _real("pass"), page=page, strict=True)
+    assert rc != 0
+    rc, html = _verdict_build(tmp_path, _real("pass"), page=page)
+    assert "(no such check in this build)" in html
+
+
+def test_the_summary_pages_name_verdicts_only_through_the_ledger():
+    """The chapter indexes and the intro state no verdict in free prose: a verdict word (reproduced,
+    contradicted, inconclusive, not reproduced, a verdict mark) outside an ``{attnflow-verdict}`` role
+    is a sentence that can disagree with its page."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "book"
+    pages = ("sharpening/index.md", "focus_dilution/index.md", "intro.md")
+    verdict_words = re.compile(r"\b(?:reproduced|contradicted|inconclusive|reproduces|contradicts)\b|[✔⨯◐≠✘]")
+    for page in pages:
+        text = (root / page).read_text(encoding="utf-8")
+        free = re.sub(r"\{attnflow-(?:verdict|totals)\}`[^`]*`", "", text)
+        free = re.sub(r"```\{admonition\}.*?```", "", free, flags=re.S)  # the provenance box defines the words
+        hits = verdict_words.findall(free)
+        assert not hits, f"book/{page} states a verdict in free prose ({hits}); quote it with {{attnflow-verdict}}"
+
+
+def test_ledger_select_and_reading():
+    from attnflow import ledger
+
+    pages = _real("pass")
+    assert [r["what"][:15] for r in ledger.select(pages, "alpha/second", "A6", "ADAMW")] == ["HateXplain adam"]
+    assert len(ledger.select(pages, "alpha/second", "A6")) == 2 and not ledger.select(pages, "zeta", "A6")
+    assert ledger.reading(ledger.select(pages, "alpha/second", "A6", "adamw")) == "✔ reproduced"
+    assert ledger.reading(ledger.select(pages, "alpha/second", "A6")) == "1 ✔ reproduced, 1 ◐ inconclusive"
+    with pytest.raises(ValueError):
+        ledger.reading([])

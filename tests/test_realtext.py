@@ -116,3 +116,43 @@ def test_attention_mode_is_the_whole_degenerate_eigenspace():
         mode.rate, rel=1e-9
     )
     assert turned.amplitude == pytest.approx(mode.amplitude, rel=1e-9)
+
+
+@pytest.mark.parametrize("where", ["theta_c1", "random"])
+def test_attention_mode_closed_form_is_the_autograd_hessian(where):
+    """The closed form (one gradient, K = ∂L/∂(WQ WKᵀ) at 0) against the full autograd Hessian of the
+    loss in (WQ, WK) at WQ = WK = 0, eigen-decomposed as the old ``attention_mode`` did: the rate, the
+    amplitude on the degenerate eigenspace and its multiplicity agree to rounding."""
+    from attnflow.focus_dilution import closed_forms
+    from attnflow.focus_dilution.model import PopulationLoss, rank_one_params
+
+    ch, m = chain.hub_family(4, 0.5, 0.3, 0.4, 0.1), 5
+    gen = torch.Generator().manual_seed(3)
+    if where == "theta_c1":
+        c1 = closed_forms.theta_c1(ch)
+        theta = rank_one_params(c1.a, c1.b, 0.0, m)
+    else:  # a generic state: W0, W1 off the rank-one manifold
+        theta = {
+            n: 0.3 * torch.randn(*s, generator=gen, dtype=torch.float64)
+            for n, s in (("W0", (ch.d, m)), ("WQ", (m, m)), ("WK", (m, m)), ("W1", (m, ch.d)))
+        }
+    theta["WQ"], theta["WK"] = (1e-3 * torch.randn(m, m, generator=gen, dtype=torch.float64) for _ in range(2))
+    loss = PopulationLoss(ch)
+    size = m * m
+
+    def at(x):
+        return loss(dict(theta, WQ=x[:size].reshape(m, m), WK=x[size:].reshape(m, m)))
+
+    H = torch.autograd.functional.hessian(at, torch.zeros(2 * size, dtype=torch.float64)).numpy()
+    lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    E = V[:, np.abs(lam - lam[0]) <= 1e-8 * abs(lam[0])]
+    x = torch.cat([theta["WQ"].reshape(-1), theta["WK"].reshape(-1)]).numpy()
+    mode = realtext.attention_mode(theta, loss)
+    assert mode.rate == pytest.approx(-lam[0], rel=1e-10)
+    assert mode.multiplicity == E.shape[1] == m
+    assert mode.amplitude == pytest.approx(float(np.linalg.norm(E.T @ x)), rel=1e-8)
+    assert np.allclose(
+        np.sort(lam),
+        np.sort(np.concatenate([-np.linalg.svd(H[:size, size:])[1], np.linalg.svd(H[:size, size:])[1]])),
+        atol=1e-12,
+    )

@@ -18,22 +18,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = [
-    "PAGE_S",
-    "page",
-    "stacked_gd_s",
-    "steps_to_target",
-    "evaluation_s",
-    "population_gd_s",
-    "population_flow_s",
-    "reduced_ode_s",
-    "markov_flow_s",
-    "sampled_tokens_s",
-    "markov_gd_s",
-    "minibatch_s",
-    "realtext_gd_s",
-]
-
 PAGE_S = 15.0
 """Seconds of a page run that computes almost nothing: CLI pre-validation, kernel start, imports,
 figures (measured wall: 12–20 s for lemma1_rescaling, condensation, focus, growth_rates at book defaults

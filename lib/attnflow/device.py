@@ -8,8 +8,6 @@ import contextlib
 import torch
 from threadpoolctl import threadpool_limits
 
-__all__ = ["resolve", "EXPERIMENT_DTYPE", "describe", "cpu_threads", "single_threaded"]
-
 EXPERIMENT_DTYPE = torch.float32  # discrete training and sweeps
 DEVICES = ("auto", "cpu", "cuda")
 

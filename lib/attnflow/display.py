@@ -22,8 +22,6 @@ from typing import Any
 
 from IPython.display import Math, display
 
-__all__ = ["equation", "number", "glue", "table", "sentence", "unsigned_zero", "text_values", "format_plain_text"]
-
 
 class _QuietStr(str):
     """A str that a cell ending with ``display.equation(...)`` does not print as its result."""

@@ -25,8 +25,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["check", "NotYet", "BEGIN", "END", "STUB"]
-
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 STUB = "...  # YOUR CODE HERE"
@@ -99,16 +97,6 @@ def check(
 # book's executed notebook, or its portable export (attnflow.export).
 EXERCISE_TAG = "exercise"
 CHECK_TAG = "exercise-check"
-__all__ += [
-    "EXERCISE_TAG",
-    "CHECK_TAG",
-    "has_exercises",
-    "exercise_cells",
-    "solution_names",
-    "stub_source",
-    "student_notebook",
-    "solution_notebook",
-]
 
 
 def _tags(cell) -> list[str]:

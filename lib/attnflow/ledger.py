@@ -128,3 +128,54 @@ def domain_rows(pages: Iterable[dict[str, Any]]) -> list[DomainRow]:
     known = list(registry())
     keys = sorted(groups, key=lambda k: (_order_key(k[0], known), list(groups).index(k)))
     return [DomainRow(*k, *groups[k]) for k in keys]
+
+
+# --- verdicts quoted in prose ---------------------------------------------------------------------
+# Summary sentences (the chapter indexes, the intro) name verdicts of checks on other pages; the book's
+# ``{attnflow-verdict}`` role renders them from the records of the build with these two functions, so a
+# sentence cannot keep a verdict its page no longer gives.
+
+READING = {
+    "pass": "reproduced",
+    "fail": "failed",
+    "disagrees": "not reproduced",
+    "outside": "outside its domain",
+    "inconclusive": "inconclusive",
+    "contradicted": "contradicted",
+}
+
+
+def select(pages: Iterable[dict[str, Any]], page: str, claim_id: str, what: str = "") -> list[dict[str, Any]]:
+    """The records of ``claim_id`` on ``page`` whose ``what`` contains ``what`` (case-insensitive; every
+    record of the claim on the page when empty), in the order the page checked them."""
+    key = what.strip().lower()
+    return [
+        r
+        for p in pages
+        if p["page"] == page
+        for r in p["claims"]
+        if r["id"] == claim_id and key in (r.get("what") or "").lower()
+    ]
+
+
+def reading(records: Sequence[dict[str, Any]]) -> str:
+    """The verdict of a group of checks as prose reads it: ``"✔ reproduced"`` where every record has the
+    same verdict, else the mix, ``"1 ✔ reproduced, 2 ◐ inconclusive"`` (in the order of :data:`VERDICTS`)."""
+    if not records:
+        raise ValueError("no record to read a verdict from")
+    c = Counter(r["verdict"] for r in records)
+    if len(c) == 1:
+        (v,) = c
+        return f"{MARKS[v]} {READING[v]}"
+    return ", ".join(f"{c[v]} {MARKS[v]} {READING[v]}" for v in VERDICTS if c.get(v))
+
+
+def totals_sentence(pages: Sequence[dict[str, Any]]) -> str:
+    """``"351 checks on 33 pages: 293 passed, …, 0 failed"``: the verdict counts of a build, as the intro
+    and the claims page state them."""
+    t = totals(pages)
+    parts = [f"{t['pass']} passed"]
+    parts += [f"{t['disagrees']} do not reproduce the paper (errata)"] if t["disagrees"] else []
+    parts += [f"{t[v]} {v} (real data)" for v in ("inconclusive", "contradicted") if t[v]]
+    parts += [f"{t['outside']} outside their domain"] if t["outside"] else []
+    return f"{sum(t.values())} checks on {len(pages)} pages: " + ", ".join(parts) + f", {t['fail']} failed"

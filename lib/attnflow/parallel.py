@@ -48,25 +48,6 @@ import yaml
 from attnflow import runner
 from attnflow.runner import RunError
 
-__all__ = [
-    "SweepSpace",
-    "load_space",
-    "draw_points",
-    "grid_points",
-    "point_key",
-    "sweep",
-    "execute_pages",
-    "library_hash",
-    "TABLE_COLUMNS",
-    "check_workers",
-    "check_points",
-    "check_environment",
-    "probe_scheduler",
-    "MAX_WORKERS",
-    "MAX_POINTS",
-    "RETRIED",
-]
-
 # Limits every entry point (``attnflow sweep``, the atlas) checks before any work (issue 26).
 MAX_WORKERS = 4 * (os.cpu_count() or 1)  # local worker processes: beyond 4 per core only memory grows
 MAX_POINTS = 1000  # random points per sweep (drawing alone is ~50 ms a point)

@@ -42,18 +42,6 @@ from typing import Any, Iterable, Mapping
 
 from attnflow import claims
 
-__all__ = [
-    "Param",
-    "Schema",
-    "ParameterError",
-    "validate",
-    "literal_names",
-    "DEFAULT_MAX_LEN",
-    "COST_WARN_S",
-    "COST_REFUSE_S",
-    "forced",
-]
-
 INJECTED_MARK = "# Parameters"  # first line of the cell papermill injects after the parameters cell
 DEFAULT_MAX_LEN = 32  # length cap of a list parameter that declares none (20,000 items ran for hours)
 COST_WARN_S = 600.0  # estimated seconds (2 CPUs) above which validate prints a warning line

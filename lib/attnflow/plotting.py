@@ -20,6 +20,7 @@ files written with :func:`savefig` get it directly; :func:`read_provenance` read
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,11 @@ __all__ = [
     "COLUMN_PX",
     "FIGURE_DPI",
     "SMALLEST_FONT_PT",
+    "check_layout",
+    "LayoutReport",
+    "PHONE_COLUMN_PX",
+    "MIN_TEXT_PX",
+    "LEGEND_COVER_MAX",
 ]
 
 # seaborn's "colorblind" palette (as RGB triples, like ``seaborn.color_palette("colorblind")``)
@@ -327,3 +333,212 @@ def shade_stages(
             ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=8, color="0.3")
     if clip:
         ax.set_xlim(x0, x1)
+
+
+# --- layout check (issue 25 item 10) ------------------------------------------------------------------
+#
+# What a reader sees of a rendered figure: texts that run into each other, legends over the curves, and
+# text too small once the browser fits the figure to the column. The inline PNG of a page is the figure's
+# tight bounding box at ``figure.dpi`` (IPython's ``print_figure(bbox_inches="tight")``, 1 image px per CSS
+# px), shown at ``min(its width, the column)`` (book/_static/attnflow.css: ``div.cell_output img
+# {max-width: 100%}``).
+
+PHONE_COLUMN_PX = 358  # CSS px of the text column on a 390 px phone (the browser test's narrow width)
+MIN_TEXT_PX = 8 * 4 / 3  # smallest readable figure text on screen: 8 CSS pt, half of the theme's 16 px body
+LEGEND_COVER_MAX = 0.05  # share of one line's drawn length (a scatter's points) a legend may hide
+OVERLAP_MIN_PX = 1.0  # two texts overlap when their boxes share more than this in both directions (image px)
+
+
+@dataclass(frozen=True)
+class LayoutReport:
+    """What :func:`check_layout` found on one figure.
+
+    overlaps: (text, text, (width, height) of the shared box in image px) for every pair of texts (or a
+        legend's box and a text) that run into each other.
+    covered: (legend, artist, share) for every line or scatter a legend hides more than
+        ``cover_max`` of.
+    min_text_px: {"desktop": px, "phone": px}, the smallest text's font size in CSS px once the figure is
+        shown at the column width; ``smallest``: that text.
+    image_px: width of the inline PNG (the tight bounding box at the figure's dpi).
+    small: texts below ``min_px`` on the desktop column, (text, CSS px).
+    """
+
+    overlaps: list
+    covered: list
+    small: list
+    min_text_px: dict
+    smallest: str
+    image_px: float
+
+    @property
+    def faults(self) -> list[str]:
+        out = [f"overlap: {a} × {b} ({w:.0f}×{h:.0f} px)" for a, b, (w, h) in self.overlaps]
+        out += [f"legend over data: {leg} hides {100 * s:.0f}% of {art}" for leg, art, s in self.covered]
+        out += [f"small text: {t} is {px:.1f} CSS px on the {COLUMN_PX} px column" for t, px in self.small]
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return {"overlap": len(self.overlaps), "legend": len(self.covered), "small": len(self.small)}
+
+
+def _texts(fig, renderer):
+    """(name, Text, group) of every drawn, non-empty text of ``fig``; ``group`` keys texts whose mutual
+    placement is not a fault (one legend's entries, which the legend lays out itself)."""
+    out = []
+
+    def add(name, t, group=None):
+        if t is not None and t.get_visible() and t.get_text().strip():
+            out.append((name, t, group))
+
+    add("suptitle", getattr(fig, "_suptitle", None))
+    add("supxlabel", getattr(fig, "_supxlabel", None))
+    add("supylabel", getattr(fig, "_supylabel", None))
+    for i, t in enumerate(fig.texts):
+        add(f"figure text {i} {t.get_text()[:20]!r}", t)
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or not ax.axison and not ax.get_title() and not ax.texts:
+            continue
+        tag = f"axes {i} ({ax.get_title()[:25]!r})" if ax.get_title() else f"axes {i}"
+        for where, t in (("title", ax.title), ("left title", ax._left_title), ("right title", ax._right_title)):
+            add(f"{tag} {where}", t)
+        if ax.axison:
+            for axis, name in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+                if not axis.get_visible():
+                    continue
+                add(f"{tag} {name}label", axis.label)
+                add(f"{tag} {name} offset", axis.offsetText)
+                for tick in axis._update_ticks():  # the ticks drawn: those in the view interval
+                    for lab in (tick.label1, tick.label2):
+                        add(f"{tag} {name}tick {lab.get_text()!r}", lab)
+        for t in ax.texts:
+            add(f"{tag} text {t.get_text()[:20]!r}", t)
+    return out
+
+
+def _legends(fig):
+    legends = [(f"figure legend {i}", leg, None) for i, leg in enumerate(fig.legends)]
+    for i, ax in enumerate(fig.axes):
+        leg = ax.get_legend()
+        if leg is not None and leg.get_visible():
+            legends.append((f"legend of axes {i}", leg, ax))
+    return legends
+
+
+def _shared(a, b) -> tuple[float, float]:
+    return min(a.x1, b.x1) - max(a.x0, b.x0), min(a.y1, b.y1) - max(a.y0, b.y0)
+
+
+def _drawn_points(artist, ax, step_px: float = 1.0):
+    """Display coordinates of what ``artist`` draws inside ``ax``: a line sampled every ``step_px`` along its
+    segments (its markers only when it has no line), a scatter's points."""
+    import numpy as np
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+
+    if isinstance(artist, Line2D):
+        xy = artist.get_transform().transform(np.asarray(artist.get_xydata(), dtype=float))
+        xy = xy[np.isfinite(xy).all(1)]
+        if artist.get_linestyle() not in ("None", "", " ", "none") and len(xy) > 1:
+            seg = np.diff(xy, axis=0)  # (n-1, 2)
+            n = np.maximum(1, np.ceil(np.hypot(*seg.T) / step_px).astype(int))
+            n = np.minimum(n, 2000)
+            parts = [xy[i] + np.linspace(0, 1, k, endpoint=False)[:, None] * seg[i] for i, k in enumerate(n)]
+            xy = np.concatenate(parts + [xy[-1:]])
+    elif isinstance(artist, PathCollection):
+        off = np.asarray(artist.get_offsets(), dtype=float)
+        if not len(off):
+            return np.zeros((0, 2))
+        xy = artist.get_offset_transform().transform(off)
+    else:
+        return np.zeros((0, 2))
+    xy = xy[np.isfinite(xy).all(1)]
+    box = ax.get_window_extent()
+    inside = (xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)
+    return xy[inside]
+
+
+def check_layout(
+    fig,
+    *,
+    column_px: float = COLUMN_PX,
+    phone_px: float = PHONE_COLUMN_PX,
+    min_px: float = MIN_TEXT_PX,
+    cover_max: float = LEGEND_COVER_MAX,
+    overlap_px: float = OVERLAP_MIN_PX,
+) -> LayoutReport:
+    """The layout faults a reader sees on the rendered ``fig`` (drawn here, with its layout engine).
+
+    Text–text overlaps (any two drawn texts: titles, suptitle, axis and tick labels, offsets, annotations,
+    legends as one box each, whose own entries are not compared with each other), legends hiding more than
+    ``cover_max`` of a line's drawn length or of a scatter's points, and the smallest font size in CSS px
+    when the inline PNG is shown at ``column_px`` (desktop) and ``phone_px`` (phone), texts under ``min_px``
+    on the desktop column listed. Uses the renderer's window extents (image px at the figure's dpi).
+    """
+    import numpy as np
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = _texts(fig, renderer)
+    legends = _legends(fig)
+    boxes = [(name, t.get_window_extent(renderer), group) for name, t, group in texts]
+    boxes += [(name, leg.get_window_extent(renderer), name) for name, leg, _ in legends]
+    overlaps = []
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            (na, a, ga), (nb, b, gb) = boxes[i], boxes[j]
+            if ga is not None and ga == gb:
+                continue
+            w, h = _shared(a, b)
+            if w > overlap_px and h > overlap_px:
+                overlaps.append((na, nb, (w, h)))
+
+    covered = []
+    for name, leg, owner in legends:
+        lb = leg.get_window_extent(renderer)
+        axes = [owner] if owner is not None else fig.axes
+        if owner is not None:  # twins share the legend's area
+            axes += [ax for ax in fig.axes if ax is not owner and ax.bbox.bounds == owner.bbox.bounds]
+        for ax in axes:
+            if not ax.get_visible() or _shared(lb, ax.get_window_extent())[0] <= 0:
+                continue
+            for art in list(ax.lines) + [c for c in ax.collections if isinstance(c, PathCollection)]:
+                if not art.get_visible() or (art.get_alpha() is not None and art.get_alpha() == 0):
+                    continue
+                xy = _drawn_points(art, ax)
+                if not len(xy):
+                    continue
+                under = (xy[:, 0] >= lb.x0) & (xy[:, 0] <= lb.x1) & (xy[:, 1] >= lb.y0) & (xy[:, 1] <= lb.y1)
+                share = float(under.mean())
+                if share > cover_max:
+                    kind = "line" if isinstance(art, Line2D) else "scatter"
+                    label = art.get_label()
+                    label = label if label and not label.startswith("_") else f"unlabelled {kind}"
+                    covered.append((name, f"{kind} {label!r} of axes {fig.axes.index(ax)}", share))
+
+    tight = fig.get_tightbbox(renderer)  # inches
+    image_px = tight.width * fig.dpi
+
+    def css(pt: float, col: float) -> float:
+        return pt * fig.dpi / 72 * min(image_px, col) / image_px
+
+    sized = [(name, t.get_fontsize()) for name, t, _ in texts]
+    for name, leg, _ in legends:
+        sized += [(f"{name} {t.get_text()[:20]!r}", t.get_fontsize()) for t in leg.get_texts() if t.get_text()]
+        title = leg.get_title()
+        if title.get_text():
+            sized.append((f"{name} title", title.get_fontsize()))
+    if sized:
+        smallest, pt = min(sized, key=lambda s: s[1])
+    else:
+        smallest, pt = "", float("nan")
+    small = [(n, css(p, column_px)) for n, p in sized if css(p, column_px) < min_px - 1e-9]
+    return LayoutReport(
+        overlaps=overlaps,
+        covered=covered,
+        small=small,
+        min_text_px={"desktop": css(pt, column_px), "phone": css(pt, phone_px)},
+        smallest=smallest,
+        image_px=float(np.round(image_px, 1)),
+    )

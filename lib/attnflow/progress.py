@@ -20,8 +20,6 @@ with warnings.catch_warnings():
     from tqdm.auto import tqdm
     from tqdm.std import tqdm as tqdm_text
 
-__all__ = ["progress", "quiet", "status_file", "read_status"]
-
 FILE_ENV = "ATTNFLOW_PROGRESS_FILE"
 
 

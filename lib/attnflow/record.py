@@ -28,8 +28,6 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-__all__ = ["Run", "fields_of", "series"]
-
 
 @dataclass(kw_only=True)
 class Run:

@@ -19,18 +19,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = [
-    "book_root",
-    "checkout_root",
-    "packaged_root",
-    "data_dir",
-    "user_cache_dir",
-    "activate",
-    "git_state",
-    "PACKAGED",
-    "BOOK_FILES",
-]
-
 PACKAGED = Path(__file__).resolve().with_name("_book")
 # What the wheel carries under attnflow/_book (relative to the repository root).
 BOOK_FILES = ("_toc.yml", "book", "data")

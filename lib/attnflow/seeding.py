@@ -39,8 +39,6 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["seed_everything", "generator", "stream", "replicates", "STREAMS", "SEED_POLICY"]
-
 STREAMS: dict[str, int] = {
     "data": 0,
     "init": 1,

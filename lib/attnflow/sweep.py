@@ -54,8 +54,6 @@ from attnflow.progress import progress
 from attnflow.record import Run
 from attnflow.train import OPTIMIZERS, TrainingDiverged
 
-__all__ = ["Stacked", "SweepRun", "train", "minibatches", "OPTIMIZERS", "TrainingDiverged"]
-
 ON_DIVERGE = ("raise", "mark")
 
 # objective(params, sample_index or None, models) -> (loss (P_a,), stats {name: (P_a,)}) for the

@@ -167,6 +167,83 @@ def _fill_domains(app, doctree, fromdocname) -> None:
         ph.replace_self([intro, table] if rows else [nodes.paragraph(text="No check of this build has a domain.")])
 
 
+class verdict_placeholder(nodes.Inline, nodes.TextElement):
+    pass
+
+
+_VERDICT_REF = re.compile(r"^(?:(?P<label>.*?)\s*<(?P<sel>[^<>]+)>|(?P<bare>[^<>]+))$", re.S)
+
+
+def verdict_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """The ``{attnflow-verdict}`` role, text ``PAGE CLAIM [WHAT]`` or ``LABEL <PAGE CLAIM [WHAT]>``: the verdict of
+    the checks of CLAIM on PAGE whose quantity contains WHAT, from the records of this build (e.g.
+    "✔ reproduced", or the mix where the checks differ), linked to the page. Summary sentences quote
+    verdicts only through this role, so they cannot disagree with the pages; a selector that matches no
+    record is a warning, which fails the strict build."""
+    m = _VERDICT_REF.match(text.strip())
+    sel = ((m.group("sel") or m.group("bare")) if m else "").split(None, 2)
+    if len(sel) < 2:
+        msg = inliner.reporter.error(
+            f"attnflow-verdict: expected 'PAGE CLAIM [WHAT]' or 'LABEL <PAGE CLAIM [WHAT]>', got {text!r}", line=lineno
+        )
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    node = verdict_placeholder(
+        rawtext, "", page=sel[0], claim=sel[1], what=sel[2] if len(sel) > 2 else "", label=(m.group("label") or "")
+    )
+    node.line = lineno
+    return [node], []
+
+
+def _fill_verdicts(app, doctree, fromdocname) -> None:
+    placeholders = list(doctree.findall(verdict_placeholder))
+    if not placeholders:
+        return
+    pages = _load_pages(app)
+    for ph in placeholders:
+        recs = ledger.select(pages, ph["page"], ph["claim"], ph["what"])
+        out: list[nodes.Node] = [nodes.Text(ph["label"] + " ")] if ph["label"] else []
+        if not recs:
+            logger.warning(
+                f"attnflow-verdict: no check of {ph['claim']} on {ph['page']} matches {ph['what']!r} in this build",
+                location=(fromdocname, ph.line),
+            )
+            out.append(nodes.Text("(no such check in this build)"))
+        else:
+            docname = "book/" + ph["page"]
+            words = ledger.reading(recs)
+            if docname in app.env.found_docs:
+                ref = nodes.reference("", "", internal=True, refuri=app.builder.get_relative_uri(fromdocname, docname))
+                ref += nodes.Text(words)
+                out.append(ref)
+            else:
+                out.append(nodes.Text(words))
+        span = nodes.inline("", "", *out, classes=["attnflow-verdict"])
+        ph.replace_self(span)
+
+
+class totals_placeholder(nodes.Inline, nodes.TextElement):
+    pass
+
+
+def totals_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """The ``{attnflow-totals}`` role, text ``all`` (or a page prefix such as ``sharpening/``): the verdict counts of
+    this build's checks on those pages, "351 checks on 33 pages: 293 passed, …, 0 failed"."""
+    node = totals_placeholder(rawtext, "", prefix="" if text.strip() == "all" else text.strip())
+    node.line = lineno
+    return [node], []
+
+
+def _fill_totals(app, doctree, fromdocname) -> None:
+    for ph in list(doctree.findall(totals_placeholder)):
+        pages = [p for p in _load_pages(app) if p["page"].startswith(ph["prefix"])]
+        if not pages:
+            logger.warning(
+                f"attnflow-totals: no page {ph['prefix'] or ''}… recorded a check in this build",
+                location=(fromdocname, ph.line),
+            )
+        ph.replace_self(nodes.inline("", ledger.totals_sentence(pages), classes=["attnflow-totals"]))
+
+
 class Environment(Directive):
     has_content = False
 
@@ -978,12 +1055,18 @@ def setup(app):
     app.add_directive("attnflow-power", PowerTable)
     app.add_node(domains_placeholder)
     app.add_directive("attnflow-domains", DomainTable)
+    app.add_node(verdict_placeholder)
+    app.add_role("attnflow-verdict", verdict_role)
+    app.add_node(totals_placeholder)
+    app.add_role("attnflow-totals", totals_role)
     app.connect("builder-inited", _clear_records)
     app.connect("builder-inited", _set_claims_folder)
     app.connect("doctree-resolved", _fill_ledger)
     app.connect("doctree-resolved", _fill_findings)
     app.connect("doctree-resolved", _fill_power)
     app.connect("doctree-resolved", _fill_domains)
+    app.connect("doctree-resolved", _fill_verdicts)
+    app.connect("doctree-resolved", _fill_totals)
     app.connect("doctree-resolved", _unsigned_zeros)
     app.connect("doctree-resolved", _plain_marks)
     app.connect("doctree-read", _plain_titles, priority=900)  # after Sphinx's title/toc collectors

@@ -17,8 +17,6 @@ import torch
 from attnflow.data.files import cached
 from attnflow.data.tokenizer import WordTokenizer
 
-__all__ = ["Split", "ClassificationSet", "EncodedSplit"]
-
 
 @dataclass
 class Split:

@@ -15,8 +15,6 @@ from attnflow.data.files import cached, read_jsonl, verified_path
 from attnflow.data.sources import Spec, announce, resolve
 from attnflow.data.tokenizer import WordTokenizer
 
-__all__ = ["Corpus", "TokenStream", "load_wikitext", "load_tinystories", "SPECS"]
-
 SPECS = {
     "wikitext": Spec(
         "wikitext",

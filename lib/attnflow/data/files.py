@@ -18,18 +18,6 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = [
-    "DataFileError",
-    "data_dir",
-    "cache_dir",
-    "manifest",
-    "verified_path",
-    "read_jsonl",
-    "sha256_file",
-    "cached",
-    "REBUILD",
-]
-
 REBUILD = "make data"  # the command that regenerates data/ (scripts/make_data.py; needs the package index)
 RESTORE = "git checkout -- data/"  # the offline remedy in a checkout: the committed files
 

@@ -26,18 +26,6 @@ from typing import Any
 
 from attnflow.data.files import cache_dir
 
-__all__ = [
-    "Spec",
-    "Resolved",
-    "DataSourceError",
-    "resolve",
-    "announce",
-    "SOURCES",
-    "hf_offline",
-    "hub_deadline",
-    "HUB_DEADLINE_SECONDS",
-]
-
 SOURCES = ("auto", "hub", "standin")
 PROBE_SECONDS = 3.0
 HUB_DEADLINE_SECONDS = 60.0  # the whole load from the Hub (all revisions tried), probe excluded

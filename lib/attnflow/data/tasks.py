@@ -17,8 +17,6 @@ from attnflow.data.files import read_jsonl, verified_path
 from attnflow.data.sources import Spec, announce, resolve
 from attnflow.data.tokenizer import split_tokens, token_spans
 
-__all__ = ["load_squad", "load_hatexplain", "load_sva", "SPECS"]
-
 SEP = "<sep>"  # between question and context (the tokenizer's id 2)
 SPECS = {
     "squad": Spec(

@@ -24,8 +24,6 @@ import re
 from collections import Counter
 from typing import Iterable, Sequence
 
-__all__ = ["WordTokenizer", "split_tokens", "token_spans", "split_pieces", "SCHEMES", "SPECIALS", "OOV_MODES"]
-
 _NUMBER = r"\d+(?:[.,]\d+)*(?!\w)"  # "3.5", "1,000"; "17th" is a word
 _WORD = r"\w+(?:['’]\w+)*"
 _TOKEN_RE = re.compile(rf"{_NUMBER}|{_WORD}|[^\w\s]")

@@ -324,28 +324,33 @@ class AttentionMode:
 def attention_mode(theta: dict[str, torch.Tensor], loss) -> AttentionMode:
     """The unigram saddle's unstable attention mode, read off a state ``theta`` (one run, unbatched).
 
-    The scores S = c W0 WQ WKᵀ W0ᵀ are bilinear in (WQ, WK), so with W0, W1 held at the state the
-    loss is L₀ + ½ xᵀ H x + O(‖x‖⁴) in x = (WQ, WK): WQ = WK = 0 is the saddle of the attention
-    block (spec R2: eigenvalues ±g on the modes q = ±k, g = ``closed_forms.g_rate`` at θ_c¹) and H
-    its Hessian there (autograd, float64). ``loss``: θ-dict → scalar. The most negative eigenvalue
-    is degenerate (S is unchanged by WQ → WQ R, WK → WK R for orthogonal R), so the mode is the
-    eigenspace of the eigenvalues within ``MODE_RTOL`` of λ_min, not one basis vector of it (which
-    LAPACK picks arbitrarily): under the flow ẋ = −Hx the projection P x grows like e^{r t} and
-    lowers the loss by ½ r ‖P x‖²."""
+    The scores S = c W0 WQ WKᵀ W0ᵀ depend on (WQ, WK) only through M = WQ WKᵀ, so with W0, W1 held at
+    the state the loss is L(M) = L₀ + ⟨K, M⟩ + O(‖M‖²) with K = ∂L/∂M at M = 0, and in x = (WQ, WK)
+    it is L₀ + ½ xᵀ H x + O(‖x‖⁴) with ½ xᵀ H x = ⟨K, WQ WKᵀ⟩: WQ = WK = 0 is the saddle of the
+    attention block (spec R2: eigenvalues ±g on the modes q = ±k, g = ``closed_forms.g_rate`` at
+    θ_c¹). H = [[0, K ⊗ I], [Kᵀ ⊗ I, 0]] (I over WQ's columns), so its eigenvalues are ±σᵢ(K), each
+    as often as WQ has columns: the rate is r = σ₁(K) and the unstable eigenvectors are
+    (u rᵀ, −v rᵀ)/√2 for the top singular pair (u, v) and any r. The eigenspace is that of the
+    singular values within ``MODE_RTOL`` of σ₁ (S is unchanged by WQ → WQ R, WK → WK R for
+    orthogonal R, so one basis vector of it, which LAPACK would pick arbitrarily, is not the mode):
+    under the flow ẋ = −Hx the projection P x grows like e^{r t} and lowers the loss by ½ r ‖P x‖²,
+    with ‖P x‖² = ½ Σ ‖uᵢᵀ WQ − vᵢᵀ WK‖². ``loss``: θ-dict → scalar.
+
+    K costs one gradient (with WQ = M, WK = I, so that WQ WKᵀ = M) where the full Hessian of
+    (WQ, WK) costs 2·m·k of them; tests/test_realtext.py checks the two agree (autograd Hessian)."""
     theta = {n: torch.as_tensor(theta[n], dtype=torch.float64) for n in PARAM_NAMES}
-    shape = theta["WQ"].shape
-    size = int(np.prod(shape))
-
-    def at(x):
-        return loss(dict(theta, WQ=x[:size].reshape(shape), WK=x[size:].reshape(shape)))  # (m, m) each
-
+    m = theta["WQ"].shape[0]
+    M = torch.zeros(m, m, dtype=torch.float64, requires_grad=True)
     with runs_.single_threaded():
-        H = torch.autograd.functional.hessian(at, torch.zeros(2 * size, dtype=torch.float64)).numpy()
-    lam, V = np.linalg.eigh(0.5 * (H + H.T))
-    E = V[:, np.abs(lam - lam[0]) <= MODE_RTOL * abs(lam[0])]  # (2 m², k)
-    x = torch.cat([theta["WQ"].reshape(-1), theta["WK"].reshape(-1)]).numpy()  # (2 m²,)
+        (K,) = torch.autograd.grad(loss(dict(theta, WQ=M, WK=torch.eye(m, dtype=torch.float64))), M)
+    U, s, Vh = np.linalg.svd(K.numpy())
+    top = np.abs(s - s[0]) <= MODE_RTOL * s[0]  # the singular values of the unstable eigenspace
+    WQ, WK = theta["WQ"].numpy(), theta["WK"].numpy()
+    proj = U[:, top].T @ WQ - Vh[top] @ WK  # (k_top, columns): uᵢᵀ WQ − vᵢᵀ WK
     return AttentionMode(
-        rate=max(0.0, float(-lam[0])), amplitude=float(np.linalg.norm(E.T @ x)), multiplicity=int(E.shape[1])
+        rate=float(s[0]),
+        amplitude=float(np.sqrt(0.5 * (proj**2).sum())) if s[0] > 0 else 0.0,
+        multiplicity=int(top.sum()) * WQ.shape[1] if s[0] > 0 else 0,
     )
 
 

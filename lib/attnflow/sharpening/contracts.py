@@ -27,25 +27,6 @@ from attnflow.params import Param, Schema
 from attnflow.sharpening import data
 from attnflow.sharpening.model import PARAMETRIZATIONS
 
-__all__ = [
-    "LEMMA1_RESCALING",
-    "SCALAR_REDUCTION",
-    "LINE_THEOREM",
-    "GROWTH_RATES",
-    "SHARPENING_MECHANISM",
-    "FOUR_PARAMETRIZATIONS",
-    "DTAP_HEATMAPS",
-    "RATIO_SWEEP",
-    "WHERE_IT_BREAKS",
-    "REAL_SQUAD",
-    "REAL_HATEXPLAIN",
-    "REAL_SVA",
-    "BY_PAGE",
-    "SYNTHETIC_OPTIMIZERS",
-    "REAL_OPTIMIZERS",
-    "COSTS",
-]
-
 NAMES = tuple(PARAMETRIZATIONS)
 SYNTHETIC_OPTIMIZERS = (
     "adamw",

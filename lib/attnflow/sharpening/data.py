@@ -30,8 +30,6 @@ import torch
 
 from attnflow.params import ParameterError
 
-__all__ = ["Task", "Batch", "sample", "population", "n_compositions", "POPULATION_MAX"]
-
 POPULATION_MAX = 200_000  # most compositions of an exact population (memory of the per-sequence forward)
 
 

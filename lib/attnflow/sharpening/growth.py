@@ -45,26 +45,6 @@ import numpy as np
 from attnflow import claims
 from attnflow.sharpening.reduced import ReducedRun, ReducedSystem
 
-__all__ = [
-    "GrowthFit",
-    "fit_growth",
-    "fit_or_nan",
-    "fit_rows",
-    "odds_exponent",
-    "odds_per_log2",
-    "ov_slope_tolerance",
-    "ov_slope_domain",
-    "odds_slope_tolerance",
-    "odds_slope_domain",
-    "saturated_domain",
-    "large_b_domain",
-    "rises_towards_one",
-    "window_start",
-    "INFORMATIVE_TOL",
-    "ODDS_REL_MAX",
-    "P_SATURATED",
-]
-
 INFORMATIVE_TOL = 0.1  # a slope tolerance above this says nothing about the law
 ODDS_REL_MAX = 0.5  # relative tolerance of the odds slope above which it says nothing
 P_SATURATED = 0.9  # p at the window start for the saturated-softmax laws

@@ -40,23 +40,6 @@ from attnflow.sharpening.reduced import ReducedRun, ReducedSystem, solve
 from attnflow.sharpening.reduction import constants, coordinates, init_on_manifold
 from attnflow.sharpening.stack import ModelSpec, ModelStack
 
-__all__ = [
-    "reduced_at_matched_loss",
-    "full_model_at_matched_loss",
-    "sampled_at_loss",
-    "sampled_runs",
-    "SampledRun",
-    "matched_margin",
-    "MatchedPoints",
-    "matched_points",
-    "strictly_increasing",
-    "full_models_at_matched_loss",
-    "full_deviation",
-    "full_rows",
-    "SampledModels",
-    "sampled_models",
-]
-
 
 def reduced_at_matched_loss(
     parametrizations,

@@ -35,27 +35,6 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-__all__ = [
-    "relevant_attention",
-    "true_class_confidence",
-    "dtap",
-    "attention_confidence",
-    "acmc",
-    "threshold_sweep",
-    "rationale_mask",
-    "sufficiency",
-    "comprehensiveness",
-    "aopc",
-    "AOPC_PERCENTS",
-    "Predictor",
-    "tv_distance",
-    "separating_threshold",
-    "ModelType",
-    "by_model_type",
-    "smallest_rise",
-    "mass_or_nan",
-]
-
 AOPC_PERCENTS = (1, 5, 10, 20, 50)
 Predictor = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 

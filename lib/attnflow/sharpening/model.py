@@ -40,20 +40,6 @@ from torch import nn
 
 from attnflow.params import ParameterError
 
-__all__ = [
-    "PARAMETRIZATIONS",
-    "ModelConfig",
-    "SelfAttention",
-    "Output",
-    "forward",
-    "circuits",
-    "parameter_names",
-    "effective_circuits",
-    "QK_NAMES",
-    "OV_NAMES",
-    "orthogonal_embedding",
-]
-
 # name -> (factorized QK, factorized OV)
 PARAMETRIZATIONS = {"CACO": (False, False), "CAFO": (False, True), "FACO": (True, False), "FAFO": (True, True)}
 QK_NAMES = {False: ("W_qk",), True: ("W_q", "W_k")}

@@ -41,26 +41,6 @@ from attnflow.sharpening import metrics
 from attnflow.sharpening.contracts import REAL_OPTIMIZERS
 from attnflow.sharpening.model import QK_NAMES, Output, circuits, effective_circuits, parameter_names
 
-__all__ = [
-    "RealConfig",
-    "Encoded",
-    "encode",
-    "init_params",
-    "forward",
-    "groups",
-    "RealRun",
-    "run",
-    "evaluate",
-    "splits",
-    "data_rows",
-    "RealExperiment",
-    "SHORT",
-    "signed",
-    "TITLES",
-    "PAD",
-    "SEP",
-]
-
 PAD, SEP = WordTokenizer.pad_id, WordTokenizer.sep_id
 TITLES = {"squad": "SQuAD", "hatexplain": "HateXplain", "sva": "SVA"}
 SUBSET_SEED = 0  # fixed random subsets: training rows from its data stream, held-out rows from its eval stream

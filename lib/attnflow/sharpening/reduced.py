@@ -39,18 +39,6 @@ from attnflow.params import ParameterError
 from attnflow.record import Run, series
 from attnflow.sharpening.model import circuits
 
-__all__ = [
-    "ReducedSystem",
-    "ReducedRun",
-    "solve",
-    "solve_grid",
-    "time_grid",
-    "HorizonError",
-    "largest_drift",
-    "drift_rows",
-    "attention_at_loss",
-]
-
 LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)  # ≈ 709.78
 
 

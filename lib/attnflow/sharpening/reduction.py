@@ -33,25 +33,6 @@ from attnflow.record import Run
 from attnflow.sharpening.data import Task
 from attnflow.sharpening.model import PARAMETRIZATIONS, SelfAttention, effective_circuits
 
-__all__ = [
-    "Constants",
-    "constants",
-    "reduced_rates",
-    "reduced_ratios",
-    "init_on_manifold",
-    "coordinates",
-    "Comparison",
-    "compare_with_reduced",
-    "DiscreteRun",
-    "gd_on_manifold",
-    "curvature_on_manifold",
-    "reduced_system",
-    "flow_curvature",
-    "StepStudy",
-    "gd_step_study",
-    "strictly_decreasing",
-]
-
 
 @dataclass(frozen=True)
 class Constants:

@@ -30,22 +30,6 @@ from attnflow import flow, seeding
 from attnflow.params import ParameterError
 from attnflow.record import Run
 
-__all__ = [
-    "PointerTask",
-    "balanced_factors",
-    "lemma_rate",
-    "psd_sqrt",
-    "autograd_rate",
-    "relative_deviation",
-    "relative_imbalance",
-    "predicted_separation",
-    "SEPARATION_THRESHOLD",
-    "separated",
-    "compare_flows",
-    "scalar_flows",
-    "max_deviation",
-]
-
 
 @dataclass
 class PointerTask:

@@ -31,8 +31,6 @@ from attnflow.sharpening import data, metrics, reduction
 from attnflow.sharpening.model import PARAMETRIZATIONS, ModelConfig, Output, SelfAttention, circuits, effective_circuits
 from attnflow.sharpening.model import forward as model_forward
 
-__all__ = ["ModelSpec", "ModelStack", "Bags", "INIT_SEED_OFFSET", "INITS"]
-
 INIT_SEED_OFFSET = seeding.STREAMS["sweep_init"]  # init generator seed = data seed + offset (the sweep_init stream)
 INITS = ("gaussian", "manifold")
 

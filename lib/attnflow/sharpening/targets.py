@@ -16,26 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnflow.claims import half_unit  # re-exported: the pages read it next to the targets
-
-__all__ = [
-    "ReducedRow",
-    "REDUCED_CONFIG",
-    "REDUCED",
-    "P_ATOL",
-    "DRIFT_MAX",
-    "ORDER_R1",
-    "FULL_CONFIG",
-    "FULL_MASS",
-    "FULL_MASS_SECOND",
-    "FULL_MASS_SEEDS",
-    "FULL_ACCURACY",
-    "STALL",
-    "SQUAD_AC",
-    "half_unit",
-    "is_reduced_config",
-    "is_full_config",
-]
+from attnflow.claims import half_unit as half_unit  # re-exported: the pages read it next to the targets
 
 
 @dataclass(frozen=True)
