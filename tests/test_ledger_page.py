@@ -231,7 +231,7 @@ def test_a_summary_sentence_quotes_the_verdict_of_its_page_and_follows_it(tmp_pa
     rc, html = _verdict_build(tmp_path, _real("pass"), strict=True)
     assert rc == 0
     assert "HateXplain ✔ reproduced" in html and "◐ inconclusive" in html
-    assert "1 ⨯ contradicted, 1 ◐ inconclusive" in html  # a mix of two checks is spelled out
+    assert "1 ◐ inconclusive, 1 ⨯ contradicted" in html  # a mix of two checks is spelled out
     assert "4 checks on 1 pages: 1 passed, 2 inconclusive (real data), 1 contradicted (real data), 0 failed" in html
     rc, html = _verdict_build(tmp_path, _real("contradicted", ac=("pass", "pass")), strict=True)
     assert rc == 0
