@@ -74,3 +74,8 @@ def test_a_check_records_each_condition_of_its_domain():
     reads = r["domain_reads"]
     assert [c[:2] for c in r["domain_conditions"]] == [["d ≥ 2", reads[0]], ["settled by t_pred", reads[1]]]
     assert [c[2] for c in r["domain_conditions"]] == [True, False]
+
+
+def test_each_claim_id_belongs_to_its_paper():
+    assert ledger.paper("A11").startswith("Sharpening") and ledger.paper("B1").startswith("Focus and dilution")
+    assert ledger.paper("ATLAS1") == "The book's own checks"

@@ -57,8 +57,11 @@ def test_the_ledger_page_shows_every_verdict_and_a_summary_by_claim(tmp_path):
                 rec("A9", "contradicted", interval=[-0.3, -0.1], n_seeds=3),
             ],
         },
-        {"page": "zeta/first", "claims": [rec("A2", "pass"), rec("A2", "outside", reason="n < 3")]},
+        {"page": "zeta/first", "claims": [rec("A2", "pass"), rec("A2", "outside", reason="n < 3"), rec("B3", "pass")]},
     ]
+    (src / "book" / "power.yml").write_text(
+        "- {claim: A9, page: alpha/second, overrides: {}, target: 'm:f', factor: 1.1, bug: a bug}\n", encoding="utf-8"
+    )
     (src / "conf.py").write_text(CONF.format(records=records))
     (src / "index.rst").write_text(
         textwrap.dedent("""\
@@ -77,6 +80,10 @@ def test_the_ledger_page_shows_every_verdict_and_a_summary_by_claim(tmp_path):
     assert html.index("By claim") < html.index("Every check, in book order")
     assert html.index("quantity A2") < html.index("quantity A9")  # zeta/first comes first in _toc.yml
     assert 'class="toggle' in html
+    # one table per paper, in the papers' order, each row with the bugs of power.yml its checks kill
+    sharpening, focus = html.index("Sharpening (Vashisht &amp; Ramaswamy)"), html.index("Focus and dilution (Chen")
+    assert html.index("By claim") < sharpening < html.index("statement of A9") < focus < html.index("statement of B3")
+    assert html.count("1 killed") == 1 and html.index("1 killed") < focus
 
 
 def test_the_errata_findings_table_is_the_ledgers(tmp_path):

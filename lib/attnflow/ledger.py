@@ -68,6 +68,14 @@ class ClaimRow:
         return " · ".join(f"{self.counts[v]} {MARKS[v]}" for v in VERDICTS if self.counts.get(v))
 
 
+PAPERS = {"A": "Sharpening (Vashisht & Ramaswamy)", "B": "Focus and dilution (Chen, Lin, Xu, Luo)"}
+
+
+def paper(claim_id: str) -> str:
+    """The paper a claim id belongs to (``A…`` sharpening, ``B…`` focus–dilution), else the book's own."""
+    return PAPERS.get(claim_id[:1], "The book's own checks") if claim_id[1:2].isdigit() else "The book's own checks"
+
+
 def _order_key(claim_id: str, known: Sequence[str]) -> tuple:
     return (known.index(claim_id), "") if claim_id in known else (len(known), claim_id)
 

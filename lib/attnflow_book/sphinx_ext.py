@@ -449,6 +449,18 @@ def _fill_findings(app, doctree, fromdocname) -> None:
         ph.replace_self([intro, table])
 
 
+def _power_counts(app) -> dict[str, int]:
+    """Claim id -> number of mutants of ``book/power.yml`` that its checks kill (none without the file)."""
+    import yaml
+
+    path = Path(app.srcdir) / "book" / "power.yml"
+    rows = yaml.safe_load(path.read_text(encoding="utf-8")) or [] if path.exists() else []
+    out: dict[str, int] = {}
+    for m in rows:
+        out[m["claim"]] = out.get(m["claim"], 0) + 1
+    return out
+
+
 def _fill_ledger(app, doctree, fromdocname) -> None:
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
@@ -531,21 +543,30 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
         + ", ".join(parts)
         + f", {t['fail']} failed."
     )
-    by_claim = [
-        [
-            r.claim_id,
-            _plain_math(r.statement),
-            r.mix,
-            f"{r.inside:.0%}",
-            ", ".join(r.statistics),
-            ", ".join(p.rsplit("/", 1)[-1].replace("_", " ") for p in r.pages),
-        ]
-        for r in ledger.summary(pages)
-    ]
-    claim_table = _table(
-        ["id", "statement", "verdicts", "inside domain", "statistic", "pages"], by_claim, widths=[4, 40, 12, 8, 14, 22]
-    )
-    claim_table["classes"].append("attnflow-ledger-summary")
+    killed = _power_counts(app)
+    groups: dict[str, list[list]] = {}
+    for r in ledger.summary(pages):
+        groups.setdefault(ledger.paper(r.claim_id), []).append(
+            [
+                r.claim_id,
+                _plain_math(r.statement),
+                r.mix,
+                f"{r.inside:.0%}",
+                ", ".join(r.statistics),
+                f"{killed[r.claim_id]} killed" if killed.get(r.claim_id) else "—",
+                ", ".join(p.rsplit("/", 1)[-1].replace("_", " ") for p in r.pages),
+            ]
+        )
+    claim_tables: list[nodes.Node] = []
+    for paper_name, cells in groups.items():  # papers in the order of their first claim (A…, then B…)
+        claim_tables.append(nodes.rubric(text=paper_name))
+        t = _table(
+            ["id", "statement", "verdicts", "inside domain", "statistic", "power", "pages"],
+            cells,
+            widths=[4, 36, 12, 8, 14, 8, 18],
+        )
+        t["classes"].append("attnflow-ledger-summary")
+        claim_tables.append(t)
     # Verdict first: on a narrow screen the table scrolls sideways and the verdict stays in view.
     table = _table(
         [
@@ -567,11 +588,12 @@ def _fill_ledger(app, doctree, fromdocname) -> None:
     details += nodes.paragraph(text="Every check, in book order:")
     details += table
     by_claim_intro = nodes.paragraph(
-        text="By claim (one row per claim id; the verdicts of all its checks, the "
-        "share of them inside their domain, the statistic that decided them):"
+        text="By claim, paper by paper (one row per claim id; the verdicts of all its checks, the share of "
+        "them inside their domain, the statistic that decided them, the bugs of the power table below "
+        "that its checks kill):"
     )
     for ph in placeholders:
-        ph.replace_self([summary, by_claim_intro, claim_table, details])
+        ph.replace_self([summary, by_claim_intro, *claim_tables, details])
 
 
 # --- math in navigation titles -------------------------------------------------------------
