@@ -21,6 +21,7 @@ from attnflow import claims
 from attnflow.focus_dilution import measure
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.closed_forms import M_perp
+from attnflow.focus_dilution.model import PopulationLoss
 from attnflow.focus_dilution.runs import FlowRun, population_flow, project_rank_one
 
 __all__ = [
@@ -68,6 +69,11 @@ __all__ = [
     "GRAD_TOL",
     "LS_CHUNK",
     "LS_GAIN",
+    "AT_C2",
+    "symmetrize_rare",
+    "SymmetricPoint",
+    "symmetric_critical_point",
+    "trap_domains",
 ]
 
 WINDOW = (0.01, 0.1)  # σ₂(W0) range of the linear transverse regime (spec R5)
@@ -288,7 +294,68 @@ SETTLE_TOL = 5e-3  # B16's window starts at the first stored time with ‖M⊥ �
 MODE_TOP = 0.05  # |α| at the window's end: the neglected O(|α|²) terms are ≤ 2.5·10⁻³ relative, a quarter of 1 %
 GRAD_TOL = 1e-8  # θ_c²(δ) found by the restricted flow: ‖∇L‖ at its end at most this (B9's restricted-flow check)
 DRIFT_MAX = 0.5  # (robustness page) M⊥ roughly constant over a window: max/min σ_max(M⊥) − 1 ≤ 50 %
+AT_C2 = 1e-3  # "at θ_c²": |L − L(θ_c²)| below this share of H(π) − L(θ_c²) while σ₂(W0) < 0.01 (TrapStats.reached_c2)
 NAN = float("nan")
+
+
+# ----------------------------------------------------------------------------- θ_c²(δ = 0) itself, before the run
+def symmetrize_rare(theta: dict[str, torch.Tensor], chain: MarkovChain) -> dict[str, torch.Tensor]:
+    """Projection onto the parameters that treat the rare tokens alike: the rows of W0 and the columns of W1 of the
+    rare tokens replaced by their mean. At δ = 0 the hub family is invariant under the cyclic shift of its rare
+    tokens, which acts transitively on them, so this is the average over that symmetry group and the subspace it
+    projects on is invariant under the flow (θ_c² lies in it; spec R5, B8)."""
+    r = torch.as_tensor(chain.rare)
+    W0, W1 = theta["W0"].clone(), theta["W1"].clone()
+    W0[r] = W0[r].mean(0)  # (n, m) rows → their mean
+    W1[:, r] = W1[:, r].mean(1, keepdim=True)  # (m, n) columns → their mean
+    return {"W0": W0, "WQ": theta["WQ"].clone(), "WK": theta["WK"].clone(), "W1": W1}
+
+
+@dataclass
+class SymmetricPoint:
+    """θ_c²(δ = 0) located by the flow on 𝓜₁ with symmetric rare tokens (:func:`symmetric_critical_point`)."""
+
+    theta: dict  # name → tensor: the first stretch end with ‖∇L‖ ≤ converged (else the last one)
+    theta_next: dict  # the end of one more stretch from there (the solver's next converged point)
+    grad_norm: float  # ‖∇L‖ at ``theta``
+    loss: float  # L at ``theta``
+    elapsed: float  # flow time to ``theta``
+
+    @property
+    def found(self) -> bool:
+        """The restricted flow converged: ‖∇L‖ ≤ ``GRAD_TOL`` at ``theta``."""
+        return bool(self.grad_norm <= GRAD_TOL)
+
+
+def symmetric_critical_point(
+    chain: MarkovChain,
+    theta_start: dict[str, torch.Tensor],
+    horizon: float = LS_HORIZON,
+    score_scale: float = 1.0,
+    converged: float = 1e-10,
+    stretch: float = LS_CHUNK[1],
+) -> SymmetricPoint:
+    """θ_c² of the symmetric chain (δ = 0) as the δ = 0 flow would reach it without its asymmetric part: the flow
+    restricted to 𝓜₁ from the rank-one, rare-symmetric projection of ``theta_start`` (the δ = 0 run's θ_c¹ plateau
+    state), projected back onto both (:func:`runs.project_rank_one`, :func:`symmetrize_rare`) after every
+    ``stretch`` (the round-off of an unstable asymmetric direction would grow otherwise), until ‖∇L‖ ≤ ``converged``
+    or ``2 horizon``; then one more stretch, for the location error of what is measured there."""
+
+    def project(th):
+        return symmetrize_rare(project_rank_one(th), chain)
+
+    def advance(th):
+        run = population_flow(chain, theta0=th, score_scale=score_scale, t_eval=np.linspace(0.0, stretch, 3))
+        end = project({n: s[-1] for n, s in run.result.states().items()})
+        return end, float(measure.grad_norms({n: v[None] for n, v in end.items()}, run.loss_fn)[0])
+
+    theta, g, elapsed = project(theta_start), float("inf"), 0.0
+    while g > converged and elapsed < 2 * horizon:
+        theta, g = advance(theta)
+        elapsed += stretch
+    nxt, _ = advance(theta)
+    loss = PopulationLoss(chain, score_scale)
+    return SymmetricPoint(theta, nxt, g, float(loss(theta)), elapsed)
 
 
 # ----------------------------------------------------------------------------- the unstable mode's coordinate
@@ -475,6 +542,16 @@ class TrapStats:
     bigram0: float
     t_trapped: float  # the run's end
     trap_s: float  # its wall time
+    loss_pred: float = NAN  # L at t_pred (nan when t_pred lies beyond the run)
+
+    @property
+    def at_c2_pred(self) -> bool:
+        """The run is at θ_c² at t_pred, the start of the trap checks' window: σ₂(W0) < 0.01 (still on 𝓜₁) and
+        |L − L(θ_c²)| < ``AT_C2`` (H(π) − L(θ_c²)) there (False when t_pred lies beyond the run)."""
+        gap = self.unigram - self.L_c2
+        return bool(self.sigma2_pred < WINDOW[0] and abs(self.loss_pred - self.L_c2) < AT_C2 * gap)
+
+    unigram: float = NAN  # H(π) of the chain
 
     @property
     def after(self) -> float:
@@ -505,7 +582,7 @@ def trap_stats(run0: FlowRun, symmetric: MarkovChain, t_pred: float = NAN) -> Tr
     i_settle = run0.at(t_settle) if len(close) else len(t0) - 1
     L_c2 = theta_c2_loss(symmetric)
     gap_c2 = symmetric.unigram_entropy() - L_c2
-    near = (np.abs(q0["loss"] - L_c2) < 1e-3 * gap_c2) & (q0["sigma2"] < 0.01)
+    near = (np.abs(q0["loss"] - L_c2) < AT_C2 * gap_c2) & (q0["sigma2"] < WINDOW[0])
     ok_pred = bool(np.isfinite(t_pred) and t_pred <= float(t0[-1]))
     i_pred = run0.at(t_pred) if ok_pred else len(t0) - 1
     return TrapStats(
@@ -524,6 +601,8 @@ def trap_stats(run0: FlowRun, symmetric: MarkovChain, t_pred: float = NAN) -> Tr
         bigram0=symmetric.bigram_loss(),
         t_trapped=float(t0[-1]),
         trap_s=run0.wall_s,
+        loss_pred=float(q0["loss"][i_pred]) if ok_pred else NAN,
+        unigram=symmetric.unigram_entropy(),
     )
 
 
@@ -543,6 +622,52 @@ def restricted_start(run0: FlowRun) -> tuple[float, dict[str, torch.Tensor]]:
 def restricted_horizon(trap: TrapStats) -> float:
     """Length of the restricted flows: ``LS_HORIZON``, at least 4 t_settle of the δ = 0 run when it settles."""
     return max(LS_HORIZON, 4 * trap.t_settle) if trap.settled else LS_HORIZON
+
+
+def trap_domains(
+    t_pred: float, horizon_trapped: float, trap: TrapStats, point: SymmetricPoint, curvature, t_start: float
+) -> tuple[claims.Domain, claims.Domain]:
+    """Domains of the trap and of what rests on it (B8, B9), read before the measurement.
+
+    The first (every claim that needs the δ = 0 flow held at θ_c²): the arrival t_pred within
+    ``SETTLE_FRACTION`` of ``horizon_trapped`` (parameters), θ_c² located by :func:`symmetric_critical_point` from
+    the δ = 0 run's plateau state at ``t_start`` and, there, no negative curvature of L along 𝓜₁ beyond the
+    numerical tolerance (``curvature``: ``spectrum.manifold_curvature``; the Lyapunov–Schmidt picture of a point
+    stable along 𝓜₁ and degenerate across it needs it). The second (the trap checks, which read the run from
+    t_pred on) adds that the run is at θ_c² at t_pred, the window start (:attr:`TrapStats.at_c2_pred`)."""
+    restricted = claims.state(
+        f"restricted flow on 𝓜₁ with symmetric rare tokens from the δ = 0 run's plateau state at t = {t_start:.0f}"
+    )
+    trap_dom = claims.domain(
+        (
+            f"predicted arrival at θ_c² t_pred = {PREDICT_FACTOR:g}·(T₁ + log(1/ε²)/(2|g|)) ≤ "
+            f"{SETTLE_FRACTION:g} × horizon_trapped",
+            bool(t_pred <= SETTLE_FRACTION * horizon_trapped),
+            f"t_pred = {t_pred:.0f}, horizon {horizon_trapped:.0f}",
+        ),
+        (
+            f"θ_c²(δ = 0) located: ‖∇L‖ ≤ {GRAD_TOL:g} at the end of the symmetric restricted flow",
+            point.found,
+            f"‖∇L‖ = {point.grad_norm:.1e}, L = {point.loss:.8f}",
+            restricted,
+        ),
+        (
+            "θ_c² is no saddle along 𝓜₁: λ_min(∇²L restricted to 𝓜₁) ≥ −tol (round-off + location error)",
+            bool(point.found and curvature.stable),
+            f"λ_min = {curvature.lambda_min:.3g}, tol = {curvature.tol:.1g}",
+            restricted,
+        ),
+    )
+    window = trap_dom & claims.domain(
+        (
+            f"the δ = 0 run is at θ_c² at the window start t_pred: σ₂(W0) < {WINDOW[0]:g} and |L − L(θ_c²)| < "
+            f"{AT_C2:g} (H(π) − L(θ_c²))",
+            trap.at_c2_pred,
+            f"σ₂ = {trap.sigma2_pred:.2g}, L − L(θ_c²) = {trap.loss_pred - trap.L_c2:.2g}",
+            claims.state("δ = 0 run at the window start t_pred", t=t_pred),
+        )
+    )
+    return trap_dom, window
 
 
 @dataclass

@@ -40,6 +40,11 @@ __all__ = [
     "contraction_at_theta_c1",
     "focus_domain",
     "focus_within_flow",
+    "rank_one_coordinates",
+    "rank_one_loss",
+    "rank_one_hessian",
+    "ManifoldCurvature",
+    "manifold_curvature",
 ]
 
 ROUNDOFF_ULPS = 100  # round-off of an autograd Jacobian and of its eigenvalues, in units of u‖J‖₂ (Blocks.roundoff)
@@ -316,3 +321,88 @@ def drive(loss: PopulationLoss, m: int) -> Drive:
     opposite = bool(np.sign(v[hub]) != 0 and all(np.sign(v[j]) == -np.sign(v[hub]) for j in low))
     cos = float(abs(v @ pi) / (np.linalg.norm(v) * np.linalg.norm(pi)))
     return Drive(v, cos, float(v[hub]), float(np.mean(v[low])), opposite, float(pi[hub] / np.linalg.norm(pi)))
+
+
+# ---- θ_c² along the rank-one manifold: is it a minimum of L restricted to 𝓜₁? (R5, claims B8, B9) ----
+
+
+def rank_one_coordinates(theta: dict[str, torch.Tensor]) -> tuple[np.ndarray, np.ndarray, float]:
+    """(a, b, κ) of a point of 𝓜₁ (W0 = a uᵀ, W1 = u bᵀ, uᵀWQWKᵀu = κ): u the top right singular vector of W0,
+    its sign fixed by a's largest entry in absolute value being positive (a, b flip with u; κ does not)."""
+    W0, WQ, WK, W1 = (torch.as_tensor(theta[n], dtype=torch.float64) for n in ("W0", "WQ", "WK", "W1"))
+    u = torch.linalg.svd(W0, full_matrices=False)[2][0]  # (m,)
+    a = (W0 @ u).numpy()  # (d,)
+    s = 1.0 if a[np.argmax(np.abs(a))] >= 0 else -1.0
+    return s * a, s * (W1.T @ u).numpy(), float(u @ WQ @ WK.T @ u)
+
+
+def rank_one_loss(loss: PopulationLoss, v: torch.Tensor) -> torch.Tensor:
+    """L on 𝓜₁ in the coordinates v = (a, b, κ), (2d + 1,): the model at m = 1 with W0 = a, W1 = bᵀ, WQ = 1, WK = κ
+    (every point of 𝓜₁ has this loss for any width and unit u). Linear in each coordinate block, so its Hessian
+    is the full Hessian ∇²L restricted to these tangent directions of 𝓜₁, with no curvature term."""
+    d = (v.shape[0] - 1) // 2
+    one = torch.ones((1, 1), dtype=v.dtype)
+    return loss({"W0": v[:d, None], "WQ": one, "WK": v[2 * d :].reshape(1, 1), "W1": v[None, d : 2 * d]})
+
+
+def rank_one_hessian(loss: PopulationLoss, a, b, kappa: float) -> np.ndarray:
+    """∇²L restricted to 𝓜₁ at (a, b, κ), (2d + 1, 2d + 1), by autograd (one ``torch.func.hessian``). The reduced
+    rank-one flow (ȧ, ḃ, κ̇) = −∇L has Jacobian −(this) at a critical point (up to the positive metric factor of
+    κ = q·k, which changes no sign: the number of negative eigenvalues is the same in (a, b, q, k))."""
+    v = torch.as_tensor(np.r_[np.asarray(a, float), np.asarray(b, float), float(kappa)], dtype=torch.float64)
+    return torch.func.hessian(lambda x: rank_one_loss(loss, x))(v).detach().numpy()
+
+
+@dataclass
+class ManifoldCurvature:
+    """The Hessian of L restricted to 𝓜₁ at a located critical point (:func:`manifold_curvature`)."""
+
+    eigs: np.ndarray  # (2d + 1,) ascending eigenvalues of ∇²L|𝓜₁ in (a, b, κ)
+    vectors: np.ndarray  # (2d + 1, 2d + 1) eigenvectors (columns)
+    roundoff: float  # ROUNDOFF_ULPS · u · ‖H‖₂: round-off of the autograd Hessian and of its eigenvalues
+    location_error: float  # ‖H(θ) − H(θ')‖₂ between the point and the solver's next converged point θ'
+    grad_norm: float  # ‖∇L‖ at the point (the restricted flow's residual)
+
+    @property
+    def tol(self) -> float:
+        """How far an eigenvalue may sit below 0 and still be a numerical zero: round-off plus the location error
+        (Weyl: an eigenvalue moves by at most ‖ΔH‖₂ between the located point and the exact critical point; the
+        change over one more converged stretch of the solver estimates that distance)."""
+        return float(self.roundoff + self.location_error)
+
+    @property
+    def lambda_min(self) -> float:
+        return float(self.eigs[0])
+
+    @property
+    def stable(self) -> bool:
+        """No direction of negative curvature along 𝓜₁ beyond the numerical tolerance (neutral gauge and valley
+        directions count as zero): the point is not a saddle of L restricted to 𝓜₁."""
+        return bool(self.lambda_min >= -self.tol)
+
+    @property
+    def descent(self) -> np.ndarray:
+        """The eigenvector of the lowest eigenvalue in (a, b, κ), (2d + 1,) (the escape direction along 𝓜₁ when
+        that eigenvalue is negative)."""
+        return self.vectors[:, 0]
+
+
+def manifold_curvature(
+    loss: PopulationLoss, theta: dict[str, torch.Tensor], theta_next: dict[str, torch.Tensor] | None = None
+) -> ManifoldCurvature:
+    """∇²L restricted to 𝓜₁ at the critical point θ (a point of 𝓜₁ located by a solver), its spectrum and the
+    tolerance of its eigenvalues: round-off, and ‖H(θ) − H(θ_next)‖₂ with ``theta_next`` the solver's next
+    converged point (0 without one)."""
+    a, b, kappa = rank_one_coordinates(theta)
+    H = rank_one_hessian(loss, a, b, kappa)
+    eigs, vecs = np.linalg.eigh(H)
+    err = 0.0
+    if theta_next is not None:
+        err = float(np.linalg.norm(H - rank_one_hessian(loss, *rank_one_coordinates(theta_next)), 2))
+    return ManifoldCurvature(
+        eigs=eigs,
+        vectors=vecs,
+        roundoff=float(ROUNDOFF_ULPS * np.finfo(float).eps * np.abs(eigs).max()),
+        location_error=err,
+        grad_norm=gradient_norm(loss, theta),
+    )
