@@ -40,6 +40,66 @@ def test_bibliography_author_year():
     assert bib.cite_p(["nope"]) == "(nope?)"
 
 
+def test_bibliography_tex_to_unicode():
+    """pybtex + latexcodec: accents, {\\L}, dashes and braces as Unicode (the old reader dropped accents)."""
+    bib = export.Bibliography.parse(r"""
+@misc{acc, author = {J{\'e}gou, Herv{\'e} and Y{\"u}ce, Gizem and van der Berg, Jan}, year = 2023,
+  title = {{T}ransformers -- a {\L}{\'o}d{\'z} view}, howpublished = {arXiv}, doi = {10.1/x}}
+""")
+    assert bib.cite_t(["acc"]) == "Jégou et al. (2023)"
+    assert bib.full("acc") == (
+        "Jégou, Hervé and Yüce, Gizem and van der Berg, Jan (2023). *Transformers – a Łódź view*. arXiv. "
+        "<https://doi.org/10.1/x>"
+    )
+    two = export.Bibliography.parse("@book{vb, author = {van der Berg, Jan and Roe, R.}, title = {B}, year = 1999}")
+    assert two.cite_p(["vb"]) == "(van der Berg and Roe, 1999)"  # the von part belongs to the surname
+    both = export.Bibliography.from_file(ROOT / "book" / "references.bib", None, ROOT / "missing.bib")
+    assert set(both.entries) == set(BIB.entries)
+
+
+def test_markdown_it_reads_what_myst_reads():
+    """Nested directives, colon fences inside backtick fences, roles in code spans or escaped, a target
+    inside a list: converted where MyST sees them, kept verbatim where it does not."""
+    text = "\n".join(
+        [
+            "`````{prf:theorem} Outer",
+            "````{admonition} Middle",
+            ":::{note}",
+            "Inner {math}`x`, code ``{math}`y` `` and escaped \\{math}`y`.",
+            ":::",
+            "````",
+            "`````",
+            "",
+            "- item",
+            "  ```{tip}",
+            "  in a list",
+            "  ```",
+            "",
+            "~~~markdown",
+            "{cite:p}`vashisht26a`",
+            "~~~",
+            "",
+            "| a | b |",
+            "|---|---|",
+            "| {cite:t}`vashisht26a` | [the errata](../errata.md) |",
+        ]
+    )
+    out = convert(text).split("\n")
+    assert out[:8] == [
+        "> **Theorem (Outer).**",
+        ">",
+        "> > **Middle**",
+        "> >",
+        "> > > **Note**",
+        "> > >",
+        "> > > Inner $x$, code ``{math}`y` `` and escaped \\{math}`y`.",
+        "",
+    ]
+    assert out[9:13] == ["  > **Tip**", "  >", "  > in a list", ""]
+    assert "{cite:p}`vashisht26a`" in out  # a code block stays verbatim
+    assert out[-1] == "| Vashisht and Ramaswamy (2026) | the errata |"
+
+
 def test_glue_roles_are_formatted_like_myst_nb():
     glue = {
         "x": {"text/plain": "0.123456"},
@@ -72,12 +132,13 @@ def test_prf_box_and_admonitions_become_blockquotes():
         [
             "Intro.",
             "",
-            "```{prf:theorem} Line theorem {cite:p}`vashisht26a`",
+            # a title with a role needs a colon fence: CommonMark allows no backtick in a backtick fence's info
+            ":::{prf:theorem} Line theorem {cite:p}`vashisht26a`",
             ":label: thm-x",
             ":nonumber:",
             "",
             "Let $a$ hold, see {prf:ref}`lemma-rescaling`.",
-            "```",
+            ":::",
             "",
             ":::{note}",
             "A colon note.",

@@ -28,7 +28,20 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+from markdown_it import MarkdownIt, rules_inline
+from markdown_it.helpers import parseLinkLabel
+from mdit_py_plugins.amsmath import amsmath_plugin
+from mdit_py_plugins.colon_fence import colon_fence_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.myst_blocks import myst_block_plugin
+from mdit_py_plugins.myst_role import myst_role_plugin
+from mdit_py_plugins.myst_role.index import myst_role
+from pybtex.database import BibliographyData
+from pybtex.database.input import bibtex
+from pybtex.richtext import Text
 
 from attnflow.display import format_plain_text
 
@@ -72,89 +85,34 @@ class ExportError(ValueError):
 
 
 # --------------------------------------------------------------------------- bibliography
-def _strip_tex(s: str) -> str:
-    s = re.sub(r"\\[`'^\"~=.uvHtcdb]\s*\{?(\w)\}?", r"\1", s)  # accents: \'e, \"{o} -> e, o
-    s = re.sub(
-        r"\\(L|l|O|o|ss|AE|ae|OE|oe|AA|aa|i|j)\b",
-        lambda m: {
-            "L": "Ł",
-            "l": "ł",
-            "O": "Ø",
-            "o": "ø",
-            "ss": "ß",
-            "AE": "Æ",
-            "ae": "æ",
-            "OE": "Œ",
-            "oe": "œ",
-            "AA": "Å",
-            "aa": "å",
-            "i": "i",
-            "j": "j",
-        }[m.group(1)],
-        s,
-    )
-    s = s.replace("--", "–").replace("~", " ")
-    return re.sub(r"\s+", " ", s.replace("{", "").replace("}", "")).strip()
+def _tex(s: str) -> str:
+    """A BibTeX field's TeX as plain Unicode (pybtex's LaTeX parser, latexcodec: accents, ``{\\L}``,
+    ``--``, braces), whitespace collapsed."""
+    return " ".join(Text.from_latex(s).render_as("text").split())
 
 
-def _bib_value(text: str, i: int) -> tuple[str, int]:
-    """The value starting at text[i] (``{…}`` with nesting, ``"…"`` or a bare word) and the end."""
-    if text[i] == "{":
-        depth, j = 0, i
-        while j < len(text):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            if depth == 0:
-                return text[i + 1 : j], j + 1
-            j += 1
-        raise ValueError("unbalanced braces in bibliography")
-    if text[i] == '"':
-        j = text.index('"', i + 1)
-        return text[i + 1 : j], j + 1
-    m = re.match(r"[\w.:-]+", text[i:])
-    return (m.group(0) if m else ""), i + (m.end() if m else 0)
-
-
-@dataclass
 class Bibliography:
-    """A tiny BibTeX reader (the fields the book uses) and author–year citations as
-    sphinxcontrib-bibtex's ``author_year`` style writes them."""
+    """BibTeX entries as pybtex reads them, cited author–year as sphinxcontrib-bibtex's
+    ``author_year`` style writes them in the book."""
 
-    entries: dict[str, dict[str, str]] = field(default_factory=dict)
+    def __init__(self, data: BibliographyData | None = None):
+        self.data = data if data is not None else BibliographyData()
+        self.entries = self.data.entries  # key -> pybtex Entry
 
     @classmethod
     def parse(cls, text: str) -> "Bibliography":
-        entries: dict[str, dict[str, str]] = {}
-        for m in re.finditer(r"@(\w+)\s*\{\s*([^,\s]+)\s*,", text):
-            if m.group(1).lower() in ("comment", "string", "preamble"):
-                continue
-            fields: dict[str, str] = {"ENTRYTYPE": m.group(1).lower()}
-            i = m.end()
-            while True:
-                fm = re.compile(r"\s*(\w[\w-]*)\s*=\s*").match(text, i)
-                if not fm:
-                    break
-                value, i = _bib_value(text, fm.end())
-                fields[fm.group(1).lower()] = value
-                cm = re.compile(r"\s*,").match(text, i)
-                if not cm:
-                    break
-                i = cm.end()
-            entries[m.group(2)] = fields
-        return cls(entries)
+        return cls(bibtex.Parser().parse_string(text))
 
     @classmethod
-    def from_file(cls, path: str | Path | None) -> "Bibliography":
-        if path is None or not Path(path).exists():
-            return cls()
-        return cls.parse(Path(path).read_text(encoding="utf-8"))
+    def from_file(cls, *paths: str | Path | None) -> "Bibliography":
+        """The entries of the BibTeX files ``paths`` (missing ones and None skipped)."""
+        found = [str(p) for p in paths if p is not None and Path(p).exists()]
+        return cls(bibtex.Parser().parse_files(found))
 
     def _surnames(self, key: str) -> list[str]:
-        authors = self.entries[key].get("author", self.entries[key].get("editor", key))
-        names = []
-        for a in re.split(r"\s+and\s+", authors):
-            a = a.strip()
-            names.append(_strip_tex(a.split(",")[0] if "," in a else a.split()[-1]))
-        return names
+        e = self.entries[key]
+        people = e.persons.get("author") or e.persons.get("editor")
+        return [_tex(" ".join(p.prelast_names + p.last_names)) for p in people] if people else [key]
 
     def authors_short(self, key: str) -> str:
         n = self._surnames(key)
@@ -163,38 +121,63 @@ class Bibliography:
         return n[0] if len(n) == 1 else (f"{n[0]} and {n[1]}" if len(n) == 2 else f"{n[0]} et al.")
 
     def year(self, key: str) -> str:
-        return self.entries[key].get("year", "n.d.")
+        return self.entries[key].fields.get("year", "n.d.")
 
     def cite_p(self, keys: Iterable[str]) -> str:
-        return (
-            "("
-            + "; ".join(f"{self.authors_short(k)}, {self.year(k)}" if k in self.entries else f"{k}?" for k in keys)
-            + ")"
-        )
+        cites = (f"{self.authors_short(k)}, {self.year(k)}" if k in self.entries else f"{k}?" for k in keys)
+        return "(" + "; ".join(cites) + ")"
 
     def cite_t(self, keys: Iterable[str]) -> str:
         return ", ".join(f"{self.authors_short(k)} ({self.year(k)})" if k in self.entries else f"{k}?" for k in keys)
 
     def full(self, key: str) -> str:
-        e = self.entries[key]
-        venue = e.get("booktitle") or e.get("journal") or e.get("publisher") or e.get("howpublished") or ""
-        parts = [f"{_strip_tex(e.get('author', ''))} ({self.year(key)}). *{_strip_tex(e.get('title', key))}*."]
-        if venue:
-            parts.append(_strip_tex(venue) + ".")
-        if e.get("note"):
-            parts.append(_strip_tex(e["note"]) + ".")
-        if e.get("url"):
-            parts.append(f"<{e['url']}>")
-        elif e.get("doi"):
-            parts.append(f"<https://doi.org/{e['doi']}>")
+        e, f = self.entries[key], self.entries[key].fields
+        authors = _tex(" and ".join(str(p) for p in e.persons.get("author", [])))
+        venue = f.get("booktitle") or f.get("journal") or f.get("publisher") or f.get("howpublished") or ""
+        parts = [f"{authors} ({self.year(key)}). *{_tex(f.get('title', key))}*."]
+        parts += [_tex(v) + "." for v in (venue, f.get("note")) if v]
+        if f.get("url") or f.get("doi"):
+            parts.append(f"<{f['url']}>" if f.get("url") else f"<https://doi.org/{f['doi']}>")
         return " ".join(parts)
 
 
-# --------------------------------------------------------------------------- book index
-_OPEN_RE = re.compile(r"^(\s*)(`{3,}|:{3,})\{([\w:.-]+)\}[ \t]*(.*)$")
-_FENCE_RE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+# --------------------------------------------------------------------------- MyST parser
+def _spanned(rule: Callable, kind: str) -> Callable:
+    """markdown-it inline ``rule`` that records on its ``kind`` token where it starts and ends in the
+    source (``meta["span"]``) and, for a link, where its text ends (``meta["text_end"]``): the
+    converter rewrites those spans of the source and leaves every other character as it was."""
+
+    def wrapped(state, silent: bool) -> bool:
+        start, n = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if not silent:
+            tok = next(t for t in state.tokens[n:] if t.type == kind)
+            end = state.pos
+            tok.meta["span"] = (start, end)
+            if kind == "link_open":
+                tok.meta["text_end"] = parseLinkLabel(state, start, True)
+                state.pos = end
+        return True
+
+    return wrapped
+
+
+# The book's MyST (myst-parser's extensions in _config.yml) as markdown-it tokens.
+_MD = (
+    MarkdownIt("commonmark")
+    .enable("table")
+    .use(myst_role_plugin)
+    .use(myst_block_plugin)
+    .use(colon_fence_plugin)
+    .use(dollarmath_plugin)
+    .use(amsmath_plugin)
+    .use(deflist_plugin)
+)
+_MD.inline.ruler.at("myst_role", _spanned(myst_role, "myst_role"))
+_MD.inline.ruler.at("link", _spanned(rules_inline.link, "link_open"))
+_DIRECTIVE_RE = re.compile(r"^\{([\w:.-]+)\}[ \t]*(.*)$")
 _OPTION_RE = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
-_TARGET_RE = re.compile(r"^\s*\(([\w:.-]+)\)=\s*$")
 
 ADMONITIONS = (
     "note",
@@ -212,12 +195,65 @@ ADMONITIONS = (
 )
 
 
+def _apply(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
+    """``text`` with each span ``(start, end)`` replaced (spans do not overlap)."""
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _roles(text: str) -> list[Any]:
+    """The inline tokens of ``text`` (roles and links carry their source span)."""
+    return _MD.parseInline(text)[0].children or []
+
+
 def _plain_title(text: str) -> str:
-    """A heading or directive title without MyST roles and math delimiters."""
-    text = re.sub(r"\{[\w:.-]+\}`([^`]*)`", lambda m: m.group(1).split("<")[0].strip(), text)
-    return text.strip()
+    """A heading or directive title without MyST roles (a role shows its text)."""
+    roles = [t for t in _roles(text) if t.type == "myst_role"]
+    return _apply(text, [(*t.meta["span"], t.content.split("<")[0].strip()) for t in roles]).strip()
 
 
+def _directive(info: str) -> tuple[str, str] | None:
+    m = _DIRECTIVE_RE.match(info.strip())
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _options(content: str) -> tuple[dict[str, str], list[str]]:
+    """A directive's options (``:key: value`` lines or a ``---`` YAML block) and the body after them."""
+    body = content.split("\n")
+    if body and body[-1] == "":
+        body = body[:-1]
+    options: dict[str, str] = {}
+    if body and body[0].strip() == "---":  # YAML options block
+        k = 1
+        while k < len(body) and body[k].strip() != "---":
+            if ":" in body[k]:
+                a, b = body[k].split(":", 1)
+                options[a.strip()] = b.strip()
+            k += 1
+        body = body[k + 1 :]
+    while body and _OPTION_RE.match(body[0]):
+        om = _OPTION_RE.match(body[0])
+        options[om.group(1)] = om.group(2).strip()
+        body = body[1:]
+    while body and not body[0].strip():
+        body = body[1:]
+    return options, body
+
+
+def _percent_markdown(text: str) -> str:
+    """The markdown cells of a jupytext py:percent page, without their ``# `` comment marks."""
+    out, markdown = [], False
+    for ln in text.split("\n"):
+        if ln.startswith("# %%"):
+            markdown = "[markdown]" in ln
+            out.append("")
+        elif markdown:
+            out.append(ln[2:] if ln.startswith("# ") else ("" if ln == "#" else ln))
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- book index
 @dataclass
 class BookIndex:
     """Titles of the book's documents and the labels they define (``docname`` → title,
@@ -240,29 +276,23 @@ class BookIndex:
         return idx
 
     def add_text(self, doc: str, text: str, python: bool = False) -> None:
-        lines = text.splitlines()
-        if python:  # py:percent: markdown lines are comments
-            lines = [ln[2:] if ln.startswith("# ") else ("" if ln == "#" else "\x00") for ln in lines]
-        pending_target = None
-        for i, ln in enumerate(lines):
-            if doc not in self.titles and ln.startswith("# "):
-                self.titles[doc] = _plain_title(ln[2:])
-            t = _TARGET_RE.match(ln)
-            if t:
-                pending_target = t.group(1)
-                continue
-            if pending_target and ln.startswith("#"):
-                self.labels.setdefault(pending_target, (doc, _plain_title(ln.lstrip("#"))))
-                pending_target = None
-            m = _OPEN_RE.match(ln)
-            if m:
-                name, arg = m.group(3), m.group(4)
-                for opt in lines[i + 1 : i + 8]:
-                    om = _OPTION_RE.match(opt)
-                    if not om:
-                        break
-                    if om.group(1) == "label":
-                        self.labels.setdefault(om.group(2).strip(), (doc, _directive_title(name, arg)))
+        tokens = _MD.parse(_percent_markdown(text) if python else text)
+        target = None  # a (label)= waiting for the heading it names
+        for i, t in enumerate(tokens):
+            if t.type == "heading_open":
+                title = _plain_title(tokens[i + 1].content)
+                if t.tag == "h1":
+                    self.titles.setdefault(doc, title)
+                if target:
+                    self.labels.setdefault(target, (doc, title))
+                    target = None
+            elif t.type == "myst_target":
+                target = t.content
+            elif t.type in ("fence", "colon_fence") and _directive(t.info):
+                (name, arg), (options, body) = _directive(t.info), _options(t.content)
+                if "label" in options:
+                    self.labels.setdefault(options["label"], (doc, _directive_title(name, arg)))
+                self.add_text(doc, "\n".join(body))  # nested directives
 
     def title(self, doc: str) -> str:
         return self.titles.get(doc, doc.rsplit("/", 1)[-1].replace("_", " "))
@@ -410,40 +440,36 @@ def _role(ctx: _Context, name: str, content: str) -> str:
     return text if text is not None else content  # term, abbr, download, …: the text
 
 
-_ROLE_RE = re.compile(r"\{([\w:.-]+)\}`([^`]*)`")
-_MDLINK_RE = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
-
-
-_TOKEN_RE = re.compile(r"(\{[\w:.-]+\}`[^`]*`)|(``.+?``|`[^`]+`)|((?<!!)\[[^\]]+\]\([^)\s]+\))")
-
-
-def _inline(ctx: _Context, line: str) -> str:
-    """Roles and relative links of one line; inline code spans stay verbatim."""
-
-    def token(m: re.Match) -> str:
-        if m.group(1):
-            r = _ROLE_RE.fullmatch(m.group(1))
-            return _role(ctx, r.group(1), r.group(2))
-        if m.group(2):
-            return m.group(2)
-        lm = _MDLINK_RE.fullmatch(m.group(3))
-        text, target = lm.group(1), lm.group(2)
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-            return m.group(0)
-        path, _, anchor = target.partition("#")
-        if not path or not re.search(r"\.(md|py|ipynb)$", path):
-            return m.group(0)
-        return _link(ctx, _inline(ctx, text), ctx.resolve_doc(path), anchor or None)
-
-    return _TOKEN_RE.sub(token, line)
+def _inline(ctx: _Context, text: str, env: dict | None = None, base: int = 0) -> list[tuple[int, int, str]]:
+    """Edits ``(start, end, new)`` (offsets from ``base``) of inline Markdown ``text``: roles, and
+    links to book sources; code spans and math stay verbatim."""
+    edits, in_link = [], False
+    for t in _MD.parseInline(text, env or {})[0].children or []:
+        if in_link:  # inside a link rewritten as a whole
+            in_link = t.type != "link_close"
+        elif t.type == "myst_role":
+            edits.append((base + t.meta["span"][0], base + t.meta["span"][1], _role(ctx, t.meta["name"], t.content)))
+        elif t.type == "link_open":
+            (start, end), text_end = t.meta["span"], t.meta["text_end"]
+            m = re.fullmatch(r"\(\s*([^)\s]+)\s*\)", text[text_end + 1 : end])
+            target = m.group(1) if m else ""
+            path, _, anchor = target.partition("#")
+            if re.search(r"\.(md|py|ipynb)$", path) and not re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                label = _apply(text[start + 1 : text_end], _inline(ctx, text[start + 1 : text_end]))
+                edits.append((base + start, base + end, _link(ctx, label, ctx.resolve_doc(path), anchor or None)))
+                in_link = True
+    return edits
 
 
 def _quote(lines: list[str]) -> list[str]:
     return [("> " + ln) if ln.strip() else ">" for ln in lines]
 
 
-def _render_directive(ctx: _Context, name: str, arg: str, options: dict[str, str], body: list[str]) -> list[str]:
-    arg = _inline(ctx, arg)
+def _render_directive(ctx: _Context, name: str, arg: str, content: str) -> list[str]:
+    arg = _apply(arg, _inline(ctx, arg))
+    options, body = _options(content)
+    if name not in ("code-block", "code", "sourcecode", "code-cell", "math", "equation"):
+        body = _render(ctx, "\n".join(body)).split("\n") if body else []
     label = options.get("label")
     anchor = [f'<a id="{label}"></a>', ""] if label else []
     kind = name.split(":", 1)[1] if name.startswith("prf:") else name
@@ -473,72 +499,34 @@ def _render_directive(ctx: _Context, name: str, arg: str, options: dict[str, str
     return anchor + _quote([f"**{(arg or kind).strip()}**", ""] + body)
 
 
-def _render(ctx: _Context, lines: list[str]) -> list[str]:
-    out: list[str] = []
-    para: list[str] = []  # plain lines, converted together (a role may span lines)
-
-    def flush() -> None:
-        if para:
-            out.extend(_inline(ctx, "\n".join(para)).split("\n"))
-            para.clear()
-
-    i, n = 0, len(lines)
-    while i < n:
-        ln = lines[i]
-        m = _OPEN_RE.match(ln)
-        if m or _FENCE_RE.match(ln) or _TARGET_RE.match(ln):
-            flush()
-        if m:
-            indent, fence, name, arg = m.group(1), m.group(2), m.group(3), m.group(4)
-            close = re.compile(r"^\s*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-            j = i + 1
-            while j < n and not close.match(lines[j]):
-                j += 1
-            body = [b[len(indent) :] if b.startswith(indent) else b.lstrip() for b in lines[i + 1 : j]]
-            options: dict[str, str] = {}
-            if body and body[0].strip() == "---":  # YAML options block
-                k = 1
-                while k < len(body) and body[k].strip() != "---":
-                    if ":" in body[k]:
-                        a, b = body[k].split(":", 1)
-                        options[a.strip()] = b.strip()
-                    k += 1
-                body = body[k + 1 :]
-            while body and _OPTION_RE.match(body[0]):
-                om = _OPTION_RE.match(body[0])
-                options[om.group(1)] = om.group(2).strip()
-                body = body[1:]
-            while body and not body[0].strip():
-                body = body[1:]
-            if name in ("code-block", "code", "sourcecode", "code-cell", "math", "equation"):
-                inner = body
-            else:
-                inner = _render(ctx, body)
-            out.extend(indent + r for r in _render_directive(ctx, name, arg, options, inner))
-            i = j + 1
+def _render(ctx: _Context, text: str) -> str:
+    """MyST ``text`` as plain Markdown: markdown-it finds the directives, targets, comments, roles
+    and links; their source lines or spans are rewritten, every other character is kept."""
+    env: dict = {}
+    tokens = _MD.parse(text, env)
+    lines = text.split("\n")
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln) + 1)
+    edits, seen = [], set()
+    for t in tokens:
+        if t.map is None:
             continue
-        f = _FENCE_RE.match(ln)
-        if f:
-            fence = f.group(2)
-            close = re.compile(r"^\s*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-            j = i + 1
-            while j < n and not close.match(lines[j]):
-                j += 1
-            out.extend(lines[i : j + 1])
-            i = j + 1
-            continue
-        t = _TARGET_RE.match(ln)
-        if t:
-            out.append(f'<a id="{t.group(1)}"></a>')
-            i += 1
-            continue
-        if re.match(r"^\s*%", ln) and not re.match(r"^\s*%%", ln):  # MyST comment line
-            i += 1
-            continue
-        para.append(ln)
-        i += 1
-    flush()
-    return out
+        a, b = t.map
+        start, end = starts[a], starts[b] - 1  # lines a … b-1, without the last newline
+        if t.type in ("fence", "colon_fence") and _directive(t.info):
+            prefix = lines[a][: lines[a].index(t.markup)]  # the indent (or container marks) of the fence
+            rest = re.sub(r"[^>\s]", " ", prefix)
+            new = _render_directive(ctx, *_directive(t.info), t.content)
+            edits.append((start, end, "\n".join((rest if i else prefix) + ln for i, ln in enumerate(new))))
+        elif t.type == "myst_target":
+            edits.append((start, end, f'<a id="{t.content}"></a>'))
+        elif t.type == "myst_line_comment":  # dropped with its line break
+            edits.append((start, end + 1, "") if end < len(text) else (max(start - 1, 0), end, ""))
+        elif t.type == "inline" and (a, b) not in seen:  # a paragraph, heading or table row
+            seen.add((a, b))
+            edits += _inline(ctx, text[start:end], env, start)
+    return _apply(text, edits)
 
 
 def convert_markdown(
@@ -553,7 +541,7 @@ def convert_markdown(
 ) -> str:
     """One markdown cell's MyST as plain Markdown + LaTeX (see the module docstring)."""
     ctx = _ctx or _Context(glue or {}, bib or Bibliography(), index or BookIndex(), doc, base_url)
-    return "\n".join(_render(ctx, text.split("\n")))
+    return _render(ctx, text)
 
 
 _LEFTOVER_PATTERNS = (
