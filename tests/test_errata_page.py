@@ -41,14 +41,14 @@ def test_the_errata_starts_with_a_table_of_findings_each_linked_to_its_section()
     for claim, what, status, evidence in rows:
         assert re.fullmatch(r"(?:A|B)\d+(?:[–,] ?(?:A|B)?\d+)*", claim), f"claim cell {claim!r}"
         assert what and status in STATUSES, f"row {claim}: status {status!r} not one of {sorted(STATUSES)}"
-        (label,) = re.fullmatch(r"\{ref\}`(errata-[a-z0-9-]+)`", evidence).groups()
+        (label,) = re.fullmatch(r"\{ref\}`(?:[^`<$]+ <)?(errata-[a-z0-9-]+)>?`", evidence).groups()
         assert label in defined, f"row {claim} links to {label}, which the page does not define"
 
 
 def test_every_finding_section_is_in_the_table_and_has_a_status():
     text = _text()
     reader = text.split("(errata-history)=", 1)[0]
-    in_table = {re.search(r"`(errata-[a-z0-9-]+)`", r[3]).group(1) for r in _table_rows(text)}
+    in_table = {re.search(r"[`<](errata-[a-z0-9-]+)>?`", r[3]).group(1) for r in _table_rows(text)}
     sections = re.findall(r"^\((errata-[a-z0-9-]+)\)=\n#{3,4} ", reader, flags=re.M)
     missing = [s for s in sections if s not in in_table]
     assert not missing, f"finding sections missing from the table of findings: {missing}"
@@ -69,7 +69,7 @@ def test_every_errata_label_the_book_links_to_is_defined():
         used |= set(re.findall(r"\{ref\}`(?:[^`<]*<)?(errata-[a-z0-9-]+)>?`", src))
     assert used, "no page links to the errata: the search is broken"
     assert used <= defined, f"labels linked from the book but not defined in errata.md: {sorted(used - defined)}"
-    table = {re.search(r"`(errata-[a-z0-9-]+)`", r[3]).group(1) for r in _table_rows(_text())}
+    table = {re.search(r"[`<](errata-[a-z0-9-]+)>?`", r[3]).group(1) for r in _table_rows(_text())}
     checks = {lab for lab in used if lab not in {"errata-atlas", "errata-history", "errata-summary"}}
     assert checks <= table, f"findings the checks link to but the table omits: {sorted(checks - table)}"
 

@@ -214,7 +214,8 @@ def _verdict_build(tmp_path, records, page=VERDICT_PAGE, strict=False):
     (src / "index.rst").write_text(page)
     out = tmp_path / "out"
     rc = build_main(["-q", *(["-W"] if strict else []), "-b", "html", str(src), str(out)])
-    return rc, (out / "index.html").read_text(encoding="utf-8") if rc == 0 else ""
+    html = (out / "index.html").read_text(encoding="utf-8") if (out / "index.html").exists() else ""
+    return rc, html.replace("\u00a0", " ")  # a verdict's mark is joined to its word by a no-break space
 
 
 def _real(entropy_adamw, ac=("contradicted", "inconclusive")):

@@ -210,7 +210,7 @@ def _fill_verdicts(app, doctree, fromdocname) -> None:
             out.append(nodes.Text("(no such check in this build)"))
         else:
             docname = "book/" + ph["page"]
-            words = ledger.reading(recs)
+            words = re.sub(r"([✔✘≠○◐⨯]) ", "\\1\u00a0", ledger.reading(recs))  # a mark stays with its word
             if docname in app.env.found_docs:
                 ref = nodes.reference("", "", internal=True, refuri=app.builder.get_relative_uri(fromdocname, docname))
                 ref += nodes.Text(words)
