@@ -148,6 +148,7 @@ def _trap(**over) -> escape.TrapStats:
         trap_s=1.0,
         loss_pred=1.5,
         unigram=1.7,
+        t_window=3000.0,
     )
     return escape.TrapStats(**{**base, **over})
 
@@ -169,7 +170,9 @@ def test_trap_domains_read_the_curvature_and_the_state_at_the_window_start(ledge
     assert not escape.trap_domains(3000.0, 30000.0, _trap(), _sym(), _Curv(-5e-3), 1000.0)[0]  # saddle along 𝓜₁
     assert not escape.trap_domains(3000.0, 30000.0, _trap(), _sym(1e-6), _Curv(4e-3), 1000.0)[0]  # θ_c² not found
     assert not escape.trap_domains(20000.0, 30000.0, _trap(), _sym(), _Curv(4e-3), 1000.0)[0]  # arrival too late
-    for over in (dict(sigma2_pred=2.4), dict(loss_pred=1.17), dict(loss_pred=float("nan"), sigma2_pred=float("nan"))):
+    never = dict(loss_pred=float("nan"), sigma2_pred=float("nan"), t_window=float("nan"))  # t_pred beyond the run
+    assert _trap(**never).measured_from is None and _trap().measured_from == 3000.0
+    for over in (dict(sigma2_pred=2.4), dict(loss_pred=1.17), never):
         dom, win = escape.trap_domains(3000.0, 30000.0, _trap(**over), _sym(), _Curv(4e-3), 1000.0)
         assert dom and not win  # left θ_c² (or never there) by t_pred: the trap checks do not read that run
     assert window.latest_state == pytest.approx(3000.0)
@@ -178,3 +181,24 @@ def test_trap_domains_read_the_curvature_and_the_state_at_the_window_start(ledge
     assert (
         claims.check("B8", 1.3, 1.0, atol=0.1, domain=window, measured_from=3000.0).verdict == "fail"
     )  # inside: fails
+
+
+def test_trap_stats_read_the_window_start_at_a_stored_time():
+    """The trap window starts at the stored time closest to t_pred; a δ = 0 flow that has left θ_c² before it (as on
+    the errata chain, at the bigram optimum by t_pred) is not at θ_c² there, one that leaves after it is."""
+    from types import SimpleNamespace
+
+    from attnflow.focus_dilution.runs import FlowRun
+
+    chain = hub_family(4, 0.5, 0.3, 0.4, 0.0)
+    L_c2 = theta_c2_loss(chain)
+    t = np.arange(0.0, 12000.0, 10.0)
+    for leave, at_c2 in ((1.2, True), (0.8, False)):
+        t_pred = 3751.24
+        sigma2 = np.where(t < leave * t_pred, 4e-3, 2.4)
+        loss = np.where(t < leave * t_pred, L_c2, chain.bigram_loss())
+        q = dict(loss=loss, sigma2=sigma2, M_perp_smax=np.zeros(len(t)))
+        run = FlowRun(t=t, quantities=q, chain=chain)
+        run.wall_s, run.result = 0.0, SimpleNamespace(states=lambda: {})
+        out = escape.trap_stats(run, chain, t_pred=t_pred)
+        assert out.t_window == 3750.0 == out.measured_from and out.at_c2_pred is at_c2

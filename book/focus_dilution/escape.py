@@ -302,12 +302,12 @@ fig = escape_overview(run0, trap, sweep, ls, run_c, ls.lambda1, cfg.horizon, cfg
 claims.check("B8", n_nonzero_sym, 0, atol=0, source="reconstruction",
              what="sympy: nonzero residuals (scores, first order, transverse quadratic form, M⊥(θ_c²) at δ = 0, LS, "
                   "char. poly.)")
-claims.check("B8", trap.growth_after_pred, 1.0, atol=0.1, domain=trap_window, measured_from=t_pred,
+claims.check("B8", trap.growth_after_pred, 1.0, atol=0.1, domain=trap_window, measured_from=trap.measured_from,
              source="paper + reconstruction",
              what="δ = 0: max σ2(W0) after the predicted arrival t_pred / σ2(W0) at t_pred")
-claims.check("B8", trap.M_perp_end, 0.0, atol=1e-6, domain=trap_window, measured_from=t_pred,
+claims.check("B8", trap.M_perp_end, 0.0, atol=1e-6, domain=trap_window, measured_from=trap.measured_from,
              what="δ = 0: σ_max(M⊥) at the end of the run")
-claims.check("B8", trap.L_end0, trap.L_c2, atol=1e-8, domain=trap_window, measured_from=t_pred,
+claims.check("B8", trap.L_end0, trap.L_c2, atol=1e-8, domain=trap_window, measured_from=trap.measured_from,
              source="paper + reconstruction", errata="errata-escape-trap",
              what="δ = 0: loss at the end vs L(θ_c²) closed form")
 for d_, grad, off in zip(ls.deltas, ls.grad_norm, ls.off_manifold):
@@ -347,7 +347,7 @@ for r in escape.spec_rows(sweep):
                  what=f"δ = {r.delta:g}: bigram optimum vs the spec's")
     claims.check("B9", r.loss_1e4, r.loss_1e4_target, atol=r.loss_1e4_atol, domain=at_1e4, what=r.loss_1e4_what)
 claims.check("B8", trap.sigma2_end, SPEC["sigma2_trapped"], atol=half_unit(4), domain=ref & trap_window,
-             measured_from=t_pred, what="δ = 0: σ2(W0) at t = 3·10⁴ vs 0.0040")
+             measured_from=trap.measured_from, what="δ = 0: σ2(W0) at t = 3·10⁴ vs 0.0040")
 claims.check("B9", counts, list(SPEC["rank_steps_cycle2"].values()), atol=0,
              domain=ref & claims.domain(("δ = 0.1 and horizon ≥ 10⁴ (the spec's rank steps at t ≤ 8000)",
                                          cfg.delta == 0.1 and cfg.horizon >= 1e4, "")),

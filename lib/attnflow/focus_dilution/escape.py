@@ -2,6 +2,7 @@
 
     stats = escape.escape_stats(run, after=t_settle)          # rate, window, mean σ_max(M⊥), t_esc
     ls = escape.lyapunov_schmidt_limit(chains, theta_start)   # M⊥(θ_c²(δ))/δ → M1, λ₁ = σ_max(M1)
+    c2 = escape.symmetric_critical_point(chain0, theta_start)  # θ_c²(δ = 0) on 𝓜₁, rare tokens alike
 
 The transverse mode is measured as the spec does (:func:`escape_stats`: the growth rate of σ₂(W0) where
 0.01 ≤ σ₂ ≤ 0.1, σ_max(M⊥) averaged over the same window, the escape time as the first t with σ₂(W0) > 0.1)
@@ -552,6 +553,13 @@ class TrapStats:
         return bool(self.sigma2_pred < WINDOW[0] and abs(self.loss_pred - self.L_c2) < AT_C2 * gap)
 
     unigram: float = NAN  # H(π) of the chain
+    t_window: float = NAN  # the stored time closest to t_pred, where the trap checks start to read the run
+
+    @property
+    def measured_from(self) -> float | None:
+        """When the trap checks start to read the run (a claim's ``measured_from``): ``t_window``, None when t_pred
+        lies beyond the run."""
+        return float(self.t_window) if np.isfinite(self.t_window) else None
 
     @property
     def after(self) -> float:
@@ -603,6 +611,7 @@ def trap_stats(run0: FlowRun, symmetric: MarkovChain, t_pred: float = NAN) -> Tr
         trap_s=run0.wall_s,
         loss_pred=float(q0["loss"][i_pred]) if ok_pred else NAN,
         unigram=symmetric.unigram_entropy(),
+        t_window=float(t0[i_pred]) if ok_pred else NAN,
     )
 
 
@@ -664,7 +673,7 @@ def trap_domains(
             f"{AT_C2:g} (H(π) − L(θ_c²))",
             trap.at_c2_pred,
             f"σ₂ = {trap.sigma2_pred:.2g}, L − L(θ_c²) = {trap.loss_pred - trap.L_c2:.2g}",
-            claims.state("δ = 0 run at the window start t_pred", t=t_pred),
+            claims.state("δ = 0 run at the window start (the stored time closest to t_pred)", t=trap.t_window),
         )
     )
     return trap_dom, window

@@ -6,6 +6,11 @@
 The flow's Jacobian is J = −∇²L (one ``torch.func.hessian`` call). At θ_c¹ the cross terms
 ∂²L/∂(WQ, WK)∂(W0, W1) carry a factor WQ or WK and vanish, so J is block-diagonal: the
 embedding block (W0, W1) and the attention block (WQ, WK).
+
+At θ_c² (claims B8, B9) the question is the curvature *along* the rank-one manifold 𝓜₁:
+
+    curv = spectrum.manifold_curvature(loss, theta, theta_next)   # ∇²L restricted to 𝓜₁, in (a, b, κ)
+    curv.lambda_min, curv.tol, curv.stable                        # stable: no negative curvature beyond tol
 """
 
 from __future__ import annotations
