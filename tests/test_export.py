@@ -97,6 +97,8 @@ def test_markdown_it_reads_what_myst_reads():
     ]
     assert out[9:13] == ["  > **Tip**", "  >", "  > in a list", ""]
     assert "{cite:p}`vashisht26a`" in out  # a code block stays verbatim
+    yaml_options = convert("```{figure} fig.png\n---\nname: f1\nlabel: fig-x\n---\nThe caption.\n```")
+    assert yaml_options == '<a id="fig-x"></a>\n\n![The caption.](fig.png)\n*The caption.*'
     assert out[-1] == "| Vashisht and Ramaswamy (2026) | the errata |"
 
 

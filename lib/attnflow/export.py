@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import copy
 import json
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import yaml
 from markdown_it import MarkdownIt, rules_inline
 from markdown_it.helpers import parseLinkLabel
 from mdit_py_plugins.amsmath import amsmath_plugin
@@ -202,14 +204,9 @@ def _apply(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
     return text
 
 
-def _roles(text: str) -> list[Any]:
-    """The inline tokens of ``text`` (roles and links carry their source span)."""
-    return _MD.parseInline(text)[0].children or []
-
-
 def _plain_title(text: str) -> str:
     """A heading or directive title without MyST roles (a role shows its text)."""
-    roles = [t for t in _roles(text) if t.type == "myst_role"]
+    roles = [t for t in _MD.parseInline(text)[0].children or [] if t.type == "myst_role"]
     return _apply(text, [(*t.meta["span"], t.content.split("<")[0].strip()) for t in roles]).strip()
 
 
@@ -224,14 +221,10 @@ def _options(content: str) -> tuple[dict[str, str], list[str]]:
     if body and body[-1] == "":
         body = body[:-1]
     options: dict[str, str] = {}
-    if body and body[0].strip() == "---":  # YAML options block
-        k = 1
-        while k < len(body) and body[k].strip() != "---":
-            if ":" in body[k]:
-                a, b = body[k].split(":", 1)
-                options[a.strip()] = b.strip()
-            k += 1
-        body = body[k + 1 :]
+    if body and body[0].strip() == "---":  # a YAML block of options
+        end = next((k for k in range(1, len(body)) if body[k].strip() == "---"), len(body))
+        options = {str(k): str(v) for k, v in (yaml.safe_load("\n".join(body[1:end])) or {}).items()}
+        body = body[end + 1 :]
     while body and _OPTION_RE.match(body[0]):
         om = _OPTION_RE.match(body[0])
         options[om.group(1)] = om.group(2).strip()
@@ -358,20 +351,10 @@ class _Context:
         return u + ("#" + anchor if anchor else "")
 
     def resolve_doc(self, target: str) -> str:
-        target = target.strip()
-        for suf in (".md", ".py", ".ipynb", ".html"):
-            if target.endswith(suf):
-                target = target[: -len(suf)]
-        if target.startswith("/"):
-            return target.lstrip("/")
-        base = self.doc.rsplit("/", 1)[0] if self.doc and "/" in self.doc else ""
-        parts = [p for p in (base.split("/") if base else [])]
-        for p in target.split("/"):
-            if p == "..":
-                parts = parts[:-1]
-            elif p not in (".", ""):
-                parts.append(p)
-        return "/".join(parts)
+        """A link's or ``{doc}``'s target (relative to this page, or from the book root with a leading
+        ``/``) as a docname; ``..`` never climbs above the root."""
+        target = re.sub(r"\.(md|py|ipynb|html)$", "", target.strip())
+        return posixpath.normpath(posixpath.join("/", posixpath.dirname(self.doc or ""), target)).lstrip("/")
 
 
 def _link(ctx: _Context, text: str, doc: str | None, anchor: str | None = None) -> str:
@@ -403,11 +386,8 @@ def _role(ctx: _Context, name: str, content: str) -> str:
             except (ValueError, TypeError) as e:
                 ctx.problems.append(f"glue {key!r} cannot be formatted with {fmt!r}: {e}")
                 return _text(bundle.get("text/plain", ""))
-        if kind == "math" or (kind in ("any", "") and "text/latex" in bundle):
-            if "text/latex" in bundle:
-                return "$" + _strip_math(_text(bundle["text/latex"])) + "$"
-        if kind == "md" and "text/markdown" in bundle:
-            return _text(bundle["text/markdown"])
+        if kind in ("math", "any", "") and "text/latex" in bundle:
+            return "$" + _strip_math(_text(bundle["text/latex"])) + "$"
         if "text/markdown" in bundle:
             return _text(bundle["text/markdown"])
         return format_plain_text(_text(bundle.get("text/plain", "")), "")

@@ -72,10 +72,7 @@ def _book(app):
     if cached is None:
         src = Path(app.srcdir)
         bibs = [src / b for b in (getattr(app.config, "bibtex_bibfiles", None) or ["book/references.bib"])]
-        bib = export.Bibliography()
-        for b in bibs:
-            bib.entries.update(export.Bibliography.from_file(b).entries)
-        cached = (bib, export.BookIndex.scan(src))
+        cached = (export.Bibliography.from_file(*bibs), export.BookIndex.scan(src))
         app._attnflow_book = cached
     return cached
 
