@@ -370,13 +370,13 @@ def _train(
             for n, g in zip(names, grads):
                 on = active[slots[n]]  # (P_g,) models still training
                 g = torch.zeros_like(params[n]) if g is None else torch.nan_to_num(g)
-                args = (optimizer, params[n], g, bufs[n], sq[n], count[n], shape(n, lrs[n]), rates[n])
-                hyper = (momentum, weight_decay, betas, eps, lambda v: shape(n, v))
+                rest = (count[n], shape(n, lrs[n]), rates[n], momentum, weight_decay, betas, eps, lambda v: shape(n, v))
                 if bool(on.all()):  # every model of the tensor moves: update in place, no copies
-                    bufs[n], sq[n] = _update_in_place(*args, *hyper)
+                    bufs[n], sq[n] = _update(optimizer, params[n], g, bufs[n], sq[n], *rest)
                     count[n] = count[n] + 1
                     continue
-                new_p, new_b, new_s = _update(*args, *hyper)
+                new_p, new_b, new_s = params[n].clone(), bufs[n].clone(), sq[n].clone()
+                new_b, new_s = _update(optimizer, new_p, g, new_b, new_s, *rest)
                 m = shape(n, on)
                 params[n].copy_(torch.where(m, new_p, params[n]))
                 bufs[n] = torch.where(m, new_b, bufs[n])
@@ -419,12 +419,21 @@ def _train(
     )
 
 
-def _update_in_place(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):
-    """:func:`_update` when every slice of ``p`` moves: the same elementwise operations in the same
-    order, written into ``p``, ``buf`` and ``sq`` (so the same bits), without the new tensors and the
-    ``torch.where`` merges of the masked form — on a (P, V, d) embedding those copies were most of a
-    step (issue 23). Returns the new (buf, sq); ``buf`` may be a new tensor (SGD without momentum
-    keeps the gradient itself, as torch does)."""
+def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):
+    """One update of torch's GD / SGD / Adam / AdamW with a learning rate per model slice, written
+    into ``p``, ``buf`` and ``sq``, in the elementwise operations of torch.optim's single-tensor step
+    (the CPU path), so that each slice gets the bits torch would give it with its rate as a Python
+    float. Returns the new (buf, sq); ``buf`` may be a new tensor (SGD without momentum keeps the
+    gradient itself, as torch does). When only some slices move, the caller runs it on copies and
+    merges the moved slices with ``torch.where`` (in place on the whole tensor avoids those copies:
+    on a (P, V, d) embedding they were most of a step, issue 23).
+
+    ``lr``: (P_g, 1, ...) the rates in the parameters' dtype; ``lr64``: (P_g,) the rates in float64
+    (Adam's step size lr / (1 − β1^t) and AdamW's factor 1 − lr·λ are computed in double, as torch
+    computes them from a Python float, then rounded once to the parameters' dtype); ``taken``:
+    (P_g,) float64, the updates each slice has taken. torch's ``add_(x, alpha=−lr)`` is a fused
+    multiply-add in its vectorized loop, so the per-slice form is ``addcmul(p, x, lr, value=−1)``
+    (the same single rounding of p − lr·x), not ``p − lr * x`` (two roundings)."""
     if optimizer == "gd":
         p.addcmul_(g, lr, value=-1)
         return buf, sq
@@ -455,39 +464,3 @@ def _update_in_place(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight
     denom = sq.sqrt().div_(shape(bias2_sqrt)).add_(eps)
     p.add_(torch.mul(step_size, buf).div_(denom))  # addcdiv_: p + (value·exp_avg) / denom
     return buf, sq
-
-
-def _update(optimizer, p, g, buf, sq, taken, lr, lr64, momentum, weight_decay, betas, eps, shape):
-    """One update of torch's GD / SGD / Adam / AdamW with a learning rate per model slice, in the
-    elementwise operations of torch.optim's single-tensor step (the CPU path), so that each slice
-    gets the bits torch would give it with its rate as a Python float.
-
-    ``lr``: (P_g, 1, ...) the rates in the parameters' dtype; ``lr64``: (P_g,) the rates in float64
-    (Adam's step size lr / (1 − β1^t) and AdamW's factor 1 − lr·λ are computed in double, as torch
-    computes them from a Python float, then rounded once to the parameters' dtype); ``taken``:
-    (P_g,) float64, the updates each slice has taken. torch's ``add_(x, alpha=−lr)`` is a fused
-    multiply-add in its vectorized loop, so the per-slice form is ``addcmul(p, x, lr, value=−1)``
-    (the same single rounding of p − lr·x), not ``p − lr * x`` (two roundings)."""
-    if optimizer == "gd":
-        return torch.addcmul(p, g, lr, value=-1), buf, sq
-    if optimizer == "sgd":
-        d_p = g.add(p, alpha=weight_decay) if weight_decay else g
-        if momentum:  # torch: buf = clone(d_p) at the first step
-            buf = torch.where(shape(taken == 0), d_p, buf.mul(momentum).add_(d_p))
-        else:
-            buf = d_p
-        return torch.addcmul(p, buf, lr, value=-1), buf, sq
-    beta1, beta2 = betas
-    if weight_decay:
-        if optimizer == "adam":
-            g = g.add(p, alpha=weight_decay)  # torch.optim.Adam: coupled decay
-        else:  # AdamW: p.mul_(1 − lr·λ), the factor in double
-            p = p * shape((1 - lr64 * weight_decay).to(p.dtype))
-    buf = buf.lerp(g, 1 - beta1)
-    sq = sq.mul(beta2).addcmul_(g, g, value=1 - beta2)
-    t = (taken + 1).tolist()  # torch: step_t.item(), Python-float powers
-    bias1 = torch.tensor([1 - beta1**k for k in t], dtype=torch.float64, device=lr64.device)
-    bias2_sqrt = torch.tensor([(1 - beta2**k) ** 0.5 for k in t], dtype=p.dtype, device=p.device)
-    step_size = shape((-(lr64 / bias1)).to(p.dtype))  # torch: value=−step_size of addcdiv_
-    denom = (sq.sqrt() / shape(bias2_sqrt)).add_(eps)
-    return p + (step_size * buf) / denom, buf, sq  # addcdiv_: p + (value·exp_avg) / denom
