@@ -303,3 +303,51 @@ def test_seeds_for_equivalence_is_the_fewest_that_can_pass():
     assert stats._t_quantile(0.975, n - 1) / n**0.5 < 0.5 <= stats._t_quantile(0.975, n - 2) / (n - 1) ** 0.5
     with pytest.raises(ValueError, match="sd > 0"):
         stats.seeds_for_equivalence(0.0, 0.5)
+
+
+def test_seeds_for_equivalence_with_power_plans_a_test_that_passes():
+    """At the planned power, χ² values with the claimed mean pass the TOST that often (B4 at d = 5)."""
+    from attnflow import stats
+
+    sd = math.sqrt(2 / 4)  # χ²₄/4
+    n_can, n_power = stats.seeds_for_equivalence(sd, 0.5), stats.seeds_for_equivalence(sd, 0.5, power=0.95)
+    assert (n_can, n_power) == (11, 34)
+    rng = np.random.default_rng(0)
+    x = rng.chisquare(4, (4000, n_power)) / 4  # (trials, runs)
+    half = stats._t_quantile(0.975, n_power - 1) * x.std(1, ddof=1) / math.sqrt(n_power)
+    passed = (x.mean(1) - half >= 0.5) & (x.mean(1) + half <= 1.5)
+    assert passed.mean() > 0.9  # 0.95 by the normal approximation; χ²'s skew costs a little
+    with pytest.raises(ValueError, match="power"):
+        stats.seeds_for_equivalence(sd, 0.5, power=1.0)
+
+
+def test_underpowered_checks_are_inconclusive_only_on_the_claims_side(page, capsys):
+    # equivalence: the mean inside target ± margin, the interval reaching past it
+    wide = [0.5, 1.6, 0.8, 1.5, 0.6, 1.4]
+    assert not claims.check_mean("A7", wide, target=1.0, margin=0.5, what="no power")  # fails by default
+    assert claims.check_mean("A7", wide, target=1.0, margin=0.5, underpowered=34, what="planned").verdict == (
+        "inconclusive"
+    )
+    assert claims.check_mean("A7", wide, target=1.0, margin=0.5, underpowered=6, what="enough").verdict == "fail"
+    off = [1.7, 2.1, 1.2, 1.9, 1.4, 1.6]  # the mean outside the band: against, whatever the power
+    assert claims.check_mean("A7", off, target=1.0, margin=0.5, underpowered=34, what="off").verdict == "fail"
+    # one-sided, no predicted spread: the measured one decides
+    assert claims.check_mean("A7", [1.29, 1.38, 2.06], above=1.0, underpowered=True, what="growth").verdict == (
+        "inconclusive"
+    )
+    assert claims.check_mean("A7", [0.8, 1.1, 0.9], above=1.0, underpowered=True, what="low").verdict == "fail"
+    assert claims.check_mean("A7", [2.5, 2.6, 2.7], above=1.0, underpowered=True, what="clear").verdict == "pass"
+    assert claims.check_mean("A7", [1.5, float("nan"), 2], above=1.0, underpowered=True, what="nan").verdict == "fail"
+    # shares: 5 of 6 is above ½ but its bound is not; 3 of 6 is not above ½
+    assert claims.check_share("B6", [True] * 5 + [False], underpowered=True, what="five").verdict == "inconclusive"
+    assert claims.check_share("B6", [True] * 3 + [False] * 3, underpowered=True, what="half").verdict == "fail"
+    recs = {r["what"].split(" (per seed")[0]: r for r in claims.records()}
+    assert recs["planned"]["seeds_to_decide"] > 6 and recs["growth"]["seeds_to_decide"] > 3
+    assert recs["five"]["seeds_to_decide"] == 7
+    assert "inconclusive on 6 seeds" in capsys.readouterr().out
+    with pytest.raises(claims.ClaimFailed):
+        claims.finish()  # the failures fail the page; the inconclusive ones do not count as passes
+    with pytest.raises(ValueError, match="underpowered"):
+        claims.check_mean("A7", wide, target=1.0, margin=0.5, underpowered=1)
+    with pytest.raises(ValueError, match="synthetic"):
+        claims.check_mean("A7", wide, above=0.0, real_data=True, source="paper", underpowered=True)

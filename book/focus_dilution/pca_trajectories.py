@@ -170,6 +170,12 @@ display.glue(cos_pi_flow=flow_ph.cos_pi, cos_pi_trained=seeds["cos_pi"], cos_pc1
 # and a trained run starts from a spread already opened by sampling noise (perturbation 3 of the
 # finite-sample page; at these defaults 4–12× the flow's), so its growth falls short of the flow's
 # (here by 0.4–0.9 decades). A forecast within a decade of $10\times$ leaves three seeds undecided.
+# Past the forecast the growth is no longer R5's: it levels off where each seed meets the next cycle's state,
+# from a start that sampling noise set differently for each seed, so the seeds scatter by up to a decade
+# (at `steps=15000`: 19×, 24×, 115×) and nothing predicts that spread before the runs. How many seeds decide
+# the interval is then read off the measured spread: where the seed mean lies above 1 but the interval
+# reaches below it, the claim is *inconclusive*, with the number of seeds that would decide at that spread
+# (`claims.check_mean(..., underpowered=True)`); a seed mean at or below 1 fails, however few the seeds.
 # The population flow is a function of $\theta(0)$ and the chain alone, so the trained claim's forecast reads
 # no trained run, though a seed may start its own window before the flow's. Neither domain reads the flow's own
 # escape or expansion: those are B9's measurement.
@@ -240,7 +246,7 @@ claims.check_share("B7", [ph.retracted for ph in seed_ph],
                    "dilution does not count as retracting",
                    what=f"{tag}: PC1 movement from the first focus to the end of the first dilution", source="paper",
                    domain=dilution_due)
-claims.check_mean("B9", [np.log10(ph.growth) for ph in seed_ph], above=1.0,
+claims.check_mean("B9", [np.log10(ph.growth) for ph in seed_ph], above=1.0, underpowered=True,
                   tolerance="≥ 10× growth of the low tokens' spread off PC1",
                   what=f"{tag}: log10 expansion from the end of the first dilution to the horizon", source="paper",
                   domain=expansion & pca.forecast_domain(fc, at_flow) & clears,

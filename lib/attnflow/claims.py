@@ -533,6 +533,7 @@ def check_mean(
     below: float | None = None,
     level: float = 0.95,
     real_data: bool = False,
+    underpowered: bool | int = False,
     what: str = "",
     tolerance: str = "",
     source: str = "reconstruction",
@@ -557,7 +558,17 @@ def check_mean(
     side), ``"contradicted"`` (the whole interval is on the other side), ``"inconclusive"`` (it
     straddles; the record gives the number of seeds that would decide at the measured spread). Neither
     of the last two fails the page; both are listed on the claims page. On synthetic data a check that
-    does not pass fails (or, with ``errata``, disagrees).
+    does not pass fails (or, with ``errata``, disagrees), unless it is underpowered.
+
+    ``underpowered`` (synthetic data): when too few seeds leave a true claim undecided. An int is the
+    number of values the test needs to decide at its planned power, derived before the measurement from
+    a predicted spread (e.g. ``stats.seeds_for_equivalence(sd, margin, power=0.95)``); ``True`` says no
+    spread is predicted, so the measured one decides. With fewer values than that (always, for ``True``),
+    a result that does not pass but whose point estimate lies on the claim's side (within target ±
+    margin; above ``above``; below ``below``) is ``"inconclusive"``, recorded with the number of seeds
+    that would decide at the measured spread; a point estimate on the other side still fails, so an
+    inconclusive verdict never stands for a result against the claim. With as many values or more, the
+    check passes or fails.
 
     The domain gets "at least 3 seeds" added (fewer: no interval). The record keeps the per-seed
     values, mean and interval.
@@ -573,6 +584,7 @@ def check_mean(
         raise ValueError(f"claim {claim_id}: margin= goes with target= (an equivalence test)")
     if real_data and "paper" not in source and "prior work" not in source:
         raise ValueError(f"claim {claim_id}: real_data=True is for statements of the paper (source {source!r})")
+    _check_underpowered(claim_id, underpowered, real_data)
     if claim_id not in registry():
         raise KeyError(f"unknown claim id {claim_id!r}; known ids: {', '.join(registry())}")
     _check_domain(claim_id, domain, measured_from)
@@ -608,6 +620,9 @@ def check_mean(
         verdict = "pass" if ok else ("fail" if not finite else "contradicted" if against else "inconclusive")
         if verdict == "inconclusive" and finite:
             extra["seeds_to_decide"] = stats.seeds_to_decide(iv, abs(gap), level)
+    elif not ok and finite and gap > 0 and _undecided(underpowered, iv.n):
+        verdict = "inconclusive"  # the point estimate on the claim's side, too few seeds to decide
+        extra["seeds_to_decide"] = stats.seeds_to_decide(iv, gap, level)
     else:
         verdict = "pass" if ok else ("disagrees" if errata and finite else "fail")
     measured_v = _to_jsonable(iv.mean if iv.n >= 2 else float("nan"))
@@ -646,6 +661,7 @@ def check_share(
     above: float = 0.5,
     level: float = 0.95,
     real_data: bool = False,
+    underpowered: bool | int = False,
     what: str = "",
     tolerance: str = "",
     source: str = "reconstruction",
@@ -657,9 +673,15 @@ def check_share(
     decided on the one-sided ``level`` Wilson lower bound of k/n (scipy.stats): pass when it exceeds
     ``above``. The domain gets "enough seeds to decide" added: the fewest n for which n of n would
     pass (3 for ½ at 95 %), from the parameters. With ``real_data`` the verdict is pass /
-    contradicted (the upper bound is below ``above``) / inconclusive, as in :func:`check_mean`."""
+    contradicted (the upper bound is below ``above``) / inconclusive, as in :func:`check_mean`.
+
+    ``underpowered`` as in :func:`check_mean`: with fewer seeds than it says (always, for ``True``), a
+    share that does not clear the bound but whose point value k/n is above ``above`` is
+    ``"inconclusive"``, recorded with the seeds that would decide at that share
+    (``stats.seeds_to_decide_fraction``); k/n at or below ``above`` fails."""
     if not 0 <= above < 1:
         raise ValueError(f"claim {claim_id}: above= must be a share in [0, 1), received {above!r}")
+    _check_underpowered(claim_id, underpowered, real_data)
     if claim_id not in registry():
         raise KeyError(f"unknown claim id {claim_id!r}; known ids: {', '.join(registry())}")
     _check_domain(claim_id, domain, measured_from)
@@ -682,6 +704,8 @@ def check_share(
     verdict = (
         ("pass" if ok else "contradicted" if fr.hi < above else "inconclusive")
         if real_data
+        else "inconclusive"
+        if not ok and fr.value > above and _undecided(underpowered, fr.n)
         else ("pass" if ok else ("disagrees" if errata else "fail"))
     )
     tol = (
@@ -715,6 +739,28 @@ def check_share(
     print(f"{MARKS[verdict]} {claim_id} {what}: {fr.k} of {fr.n} seeds, {tol} [{source}]{more}")
     _after_finish(claim_id, what, verdict)
     return Verdict(verdict)
+
+
+def _check_underpowered(claim_id: str, underpowered: Any, real_data: bool) -> None:
+    """``underpowered`` is False, True or a number of values ≥ 2, and only for synthetic data."""
+    if isinstance(underpowered, bool):
+        ok = True
+    else:
+        ok = isinstance(underpowered, (int, np.integer)) and underpowered >= 2
+    if not ok:
+        raise ValueError(
+            f"claim {claim_id}: underpowered= is True/False or the number of values (≥ 2) the test needs to "
+            f"decide, received {underpowered!r}"
+        )
+    if real_data and underpowered is not False:
+        raise ValueError(
+            f"claim {claim_id}: real_data=True already has three verdicts; underpowered= is for synthetic data"
+        )
+
+
+def _undecided(underpowered: bool | int, n: int) -> bool:
+    """Too few values to decide: always for ``True``, below the planned number for an int."""
+    return underpowered is True or (not isinstance(underpowered, bool) and n < int(underpowered))
 
 
 def precondition(what: str, holds: bool, observed: str = "") -> bool:

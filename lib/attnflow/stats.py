@@ -30,6 +30,8 @@ __all__ = [
     "MIN_SEEDS",
     "seeds_to_decide",
     "seeds_to_decide_share",
+    "seeds_to_decide_fraction",
+    "seeds_for_equivalence",
 ]
 
 MIN_SEEDS = 3  # fewest seeds on which a seed statistic is checked (book defaults use ≥ 3)
@@ -160,14 +162,20 @@ def seeds_to_decide(iv: Interval, gap: float, level: float = 0.95) -> int | None
     return None
 
 
-def seeds_for_equivalence(sd: float, margin: float, level: float = 0.95) -> int:
-    """The fewest values for which an equivalence test (TOST, ``claims.check_mean(target=, margin=)``)
-    can pass at spread ``sd``: the smallest n with t_{n−1}·sd/√n < margin (the mean on the target).
-    Computed from a predicted spread (a closed form), it is a domain condition of the parameters."""
+def seeds_for_equivalence(sd: float, margin: float, level: float = 0.95, power: float | None = None) -> int:
+    """The fewest values for an equivalence test (TOST, ``claims.check_mean(target=, margin=)``) at spread
+    ``sd``. Without ``power``: the fewest for which it *can* pass, the smallest n with t_{n−1}·sd/√n < margin
+    (the mean exactly on the target). With ``power`` (e.g. 0.95): the fewest for which it passes with that
+    probability when the mean is on the target, the smallest n with (t_{(1+level)/2} + t_{(1+power)/2})·sd/√n
+    < margin (both quantiles at n − 1 degrees of freedom; the usual TOST sample size at zero difference).
+    Computed from a predicted spread (a closed form), either is a condition of the parameters."""
     if not (np.isfinite(sd) and sd > 0 and np.isfinite(margin) and margin > 0):
         raise ValueError(f"seeds_for_equivalence needs sd > 0 and margin > 0; received sd={sd!r}, margin={margin!r}")
+    if power is not None and not 0 < power < 1:
+        raise ValueError(f"power must be in (0, 1), received {power!r}")
     for n in range(2, 100_000):
-        if _t_quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n) < margin:
+        q = _t_quantile(0.5 + level / 2, n - 1) + (_t_quantile(0.5 + power / 2, n - 1) if power is not None else 0.0)
+        if q * sd / math.sqrt(n) < margin:
             return n
     raise ValueError(f"seeds_for_equivalence: more than 100000 values needed (sd={sd:g}, margin={margin:g})")
 
