@@ -178,6 +178,13 @@ def test_domains_say_what_they_read_and_never_read_a_later_state(page):
         claims.check("B3", 1.0, 1.0, atol=1e-3, domain=dom, measured_from=100.0, what="rate")
     with pytest.raises(ValueError, match="measured_from"):
         claims.check("B3", 1.0, 1.0, atol=1e-3, domain=dom, what="rate")
+    # the label keeps 6 figures (10638.15 reads 10638.2): a state at the start itself is not 'later' ...
+    at_start = claims.domain(("rest", True, "", claims.state("window start", t=10638.15)))
+    assert claims.check("B8", 1.0, 1.0, atol=1e-3, domain=at_start, measured_from=10638.15, what="x").verdict == "pass"
+    # ... and one a unit of the 6th figure later is
+    later = claims.domain(("rest", True, "", claims.state("window start", t=10638.3)))
+    with pytest.raises(ValueError, match="after the measurement"):
+        claims.check("B8", 1.0, 1.0, atol=1e-3, domain=later, measured_from=10638.15, what="x")
     with pytest.raises(ValueError, match="reads must be"):
         claims.domain(("x", True, "", "the measured rate"))
     # a state never reached (t = inf) has no time: it cannot pass the guard by being 'before'

@@ -438,8 +438,9 @@ def _check_domain(claim_id: str, dom: Domain | None, measured_from: float | None
             f"claim {claim_id}: the domain reads the state at t = {latest:.6g}; give measured_from= "
             "(when the measured quantity starts to be read) so that it can be checked to come first"
         )
-    # the label keeps 6 significant figures (claims.state), so compare at that precision
-    if latest > float(measured_from) * (1 + 1e-6) + 1e-12:
+    # the label keeps 6 significant figures (claims.state): compare both times at that precision (rounding
+    # is monotone, so a state at or before the start never reads as later; 10638.15 is labelled 10638.2)
+    if latest > float(f"{float(measured_from):.6g}"):
         raise ValueError(
             f"claim {claim_id}: the domain reads the state at t = {latest:.6g}, after the measurement "
             f"starts (t = {float(measured_from):.6g}); a domain may read only the parameters and earlier states"
