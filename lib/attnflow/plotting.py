@@ -20,6 +20,7 @@ files written with :func:`savefig` get it directly; :func:`read_provenance` read
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -52,6 +53,8 @@ __all__ = [
     "PHONE_COLUMN_PX",
     "MIN_TEXT_PX",
     "LEGEND_COVER_MAX",
+    "tidy",
+    "legend_below",
 ]
 
 # seaborn's "colorblind" palette (as RGB triples, like ``seaborn.color_palette("colorblind")``)
@@ -330,7 +333,7 @@ def shade_stages(
         if labels and (scale(b) - scale(a)) / (scale(x1) - scale(x0)) >= min_label_width:
             tag = span[3] if len(span) > 3 else stage[0].upper()
             mid = math.exp(0.5 * (scale(a) + scale(b))) if log else 0.5 * (a + b)
-            ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=8, color="0.3")
+            ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=SMALLEST_FONT_PT, color="0.3")
     if clip:
         ax.set_xlim(x0, x1)
 
@@ -347,6 +350,13 @@ PHONE_COLUMN_PX = 358  # CSS px of the text column on a 390 px phone (the browse
 MIN_TEXT_PX = 8 * 4 / 3  # smallest readable figure text on screen: 8 CSS pt, half of the theme's 16 px body
 LEGEND_COVER_MAX = 0.05  # share of one line's drawn length (a scatter's points) a legend may hide
 OVERLAP_MIN_PX = 1.0  # two texts overlap when their boxes share more than this in both directions (image px)
+LAYOUT_CHECK_ENV = "ATTNFLOW_CHECK_LAYOUT"
+"""Set (to anything non-empty), :func:`tidy` raises :class:`LayoutError` on a figure that still has a layout
+fault after tidying; the page tests set it, so every figure of every page is checked where it is drawn."""
+
+
+class LayoutError(AssertionError):
+    """A book figure with overlapping texts, a legend over its data or text too small for the column."""
 
 
 @dataclass(frozen=True)
@@ -382,19 +392,25 @@ class LayoutReport:
 
 
 def _texts(fig, renderer):
-    """(name, Text, group) of every drawn, non-empty text of ``fig``; ``group`` keys texts whose mutual
-    placement is not a fault (one legend's entries, which the legend lays out itself)."""
+    """(name, Text, group, size group) of every drawn, non-empty text of ``fig``; ``group`` keys texts whose
+    mutual placement is not a fault, ``size group`` the texts reported together when too small (one axis's
+    tick labels)."""
     out = []
 
-    def add(name, t, group=None):
+    def add(name, t, group=None, size_group=None):
         if t is not None and t.get_visible() and t.get_text().strip():
-            out.append((name, t, group))
+            out.append((name, t, group, size_group or name))
 
     add("suptitle", getattr(fig, "_suptitle", None))
     add("supxlabel", getattr(fig, "_supxlabel", None))
     add("supylabel", getattr(fig, "_supylabel", None))
     for i, t in enumerate(fig.texts):
-        add(f"figure text {i} {t.get_text()[:20]!r}", t)
+        if t not in (
+            getattr(fig, "_suptitle", None),
+            getattr(fig, "_supxlabel", None),
+            getattr(fig, "_supylabel", None),
+        ):
+            add(f"figure text {i} {t.get_text()[:20]!r}", t)
     for i, ax in enumerate(fig.axes):
         if not ax.get_visible() or not ax.axison and not ax.get_title() and not ax.texts:
             continue
@@ -409,9 +425,9 @@ def _texts(fig, renderer):
                 add(f"{tag} {name} offset", axis.offsetText)
                 for tick in axis._update_ticks():  # the ticks drawn: those in the view interval
                     for lab in (tick.label1, tick.label2):
-                        add(f"{tag} {name}tick {lab.get_text()!r}", lab)
+                        add(f"{tag} {name}tick {lab.get_text()!r}", lab, size_group=f"{tag} {name}ticks")
         for t in ax.texts:
-            add(f"{tag} text {t.get_text()[:20]!r}", t)
+            add(f"{tag} text {t.get_text()[:20]!r}", t, size_group=f"{tag} texts")
     return out
 
 
@@ -474,7 +490,6 @@ def check_layout(
     when the inline PNG is shown at ``column_px`` (desktop) and ``phone_px`` (phone), texts under ``min_px``
     on the desktop column listed. Uses the renderer's window extents (image px at the figure's dpi).
     """
-    import numpy as np
     from matplotlib.collections import PathCollection
     from matplotlib.lines import Line2D
 
@@ -482,7 +497,7 @@ def check_layout(
     renderer = fig.canvas.get_renderer()
     texts = _texts(fig, renderer)
     legends = _legends(fig)
-    boxes = [(name, t.get_window_extent(renderer), group) for name, t, group in texts]
+    boxes = [(name, t.get_window_extent(renderer), group) for name, t, group, _ in texts]
     boxes += [(name, leg.get_window_extent(renderer), name) for name, leg, _ in legends]
     overlaps = []
     for i in range(len(boxes)):
@@ -523,22 +538,137 @@ def check_layout(
     def css(pt: float, col: float) -> float:
         return pt * fig.dpi / 72 * min(image_px, col) / image_px
 
-    sized = [(name, t.get_fontsize()) for name, t, _ in texts]
+    sized = {}  # size group -> smallest font size (pt)
+    for _, t, _, size_group in texts:
+        sized[size_group] = min(sized.get(size_group, float("inf")), t.get_fontsize())
     for name, leg, _ in legends:
-        sized += [(f"{name} {t.get_text()[:20]!r}", t.get_fontsize()) for t in leg.get_texts() if t.get_text()]
-        title = leg.get_title()
-        if title.get_text():
-            sized.append((f"{name} title", title.get_fontsize()))
-    if sized:
-        smallest, pt = min(sized, key=lambda s: s[1])
-    else:
-        smallest, pt = "", float("nan")
-    small = [(n, css(p, column_px)) for n, p in sized if css(p, column_px) < min_px - 1e-9]
+        for t in leg.get_texts() + [leg.get_title()]:
+            if t.get_text().strip():
+                sized[name] = min(sized.get(name, float("inf")), t.get_fontsize())
+    smallest, pt = min(sized.items(), key=lambda s: s[1]) if sized else ("", float("nan"))
+    small = [(n, css(p, column_px)) for n, p in sized.items() if css(p, column_px) < min_px - 1e-9]
     return LayoutReport(
         overlaps=overlaps,
         covered=covered,
         small=small,
         min_text_px={"desktop": css(pt, column_px), "phone": css(pt, phone_px)},
         smallest=smallest,
-        image_px=float(np.round(image_px, 1)),
+        image_px=float(image_px),
     )
+
+
+def _covered_legends(fig, cover_max: float = LEGEND_COVER_MAX):
+    """The axes whose own legend hides more than ``cover_max`` of one of their lines or scatters."""
+    report = check_layout(fig, cover_max=cover_max)
+    names = {leg for leg, _, _ in report.covered}
+    return [ax for i, ax in enumerate(fig.axes) if f"legend of axes {i}" in names]
+
+
+def legend_below(ax, **kw):
+    """A legend of ``ax`` under its x label, centred, as many columns as fit the axes' width.
+
+    The anchor sits the depth of the tick and axis labels below the axes (in points, so it stays there when
+    the layout engine resizes the axes); constrained layout then makes room for it."""
+    import matplotlib.transforms as mtransforms
+
+    fig = ax.figure
+    old = ax.get_legend()
+    handles, labels = (old.legend_handles, [t.get_text() for t in old.get_texts()]) if old else (None, None)
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if old is not None:
+        kw.setdefault("title", old.get_title().get_text() or None)
+        old.remove()
+    renderer = fig.canvas.get_renderer()
+    depth = (ax.bbox.y0 - ax.get_tightbbox(renderer).y0) / fig.dpi  # inches of ticks and x label
+    shift = mtransforms.ScaledTranslation(0, -depth - 0.04, fig.dpi_scale_trans)
+    ncol = len(labels)
+    while True:
+        leg = ax.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            bbox_transform=ax.transAxes + shift,
+            ncol=ncol,
+            **kw,
+        )
+        if ncol == 1 or leg.get_window_extent(renderer).width <= 1.15 * ax.bbox.width:
+            return leg
+        ncol -= 1
+
+
+def _thin_ticks(fig, overlap_px: float = OVERLAP_MIN_PX) -> bool:
+    """Fewer tick labels on every axis whose own labels run into each other: no minor labels, else about half
+    as many major ones (a fixed list of labels, such as category names, is left alone). True if any changed."""
+    from matplotlib import ticker
+
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [
+                lab
+                for tick in axis._update_ticks()
+                for lab in (tick.label1, tick.label2)
+                if lab.get_visible() and lab.get_text().strip()
+            ]
+            boxes = [lab.get_window_extent(renderer) for lab in labels]
+            if not any(min(_shared(a, b)) > overlap_px for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
+                continue
+            minor = [t for t in axis.get_minor_ticks() if t.label1.get_visible() and t.label1.get_text()]
+            if minor and not isinstance(axis.get_minor_formatter(), ticker.NullFormatter):
+                axis.set_minor_formatter(ticker.NullFormatter())
+            elif isinstance(axis.get_major_locator(), ticker.FixedLocator):
+                continue
+            elif axis.get_scale() == "log":
+                n = len(axis.get_majorticklocs())
+                axis.set_major_locator(ticker.LogLocator(numticks=max(2, n // 2)))
+            else:
+                n = len(axis.get_majorticklocs())
+                axis.set_major_locator(ticker.MaxNLocator(nbins=max(2, n // 2)))
+            changed = True
+    if changed:
+        fig.canvas.draw()
+    return changed
+
+
+def tidy(fig, title: str = "", cover_max: float = LEGEND_COVER_MAX):
+    """The book's figure layout, applied last by every figure function: ``title`` as a suptitle placed by
+    the layout engine (never at a hand-set height, which ran into two-line panel titles), and each axes
+    legend that hides more than ``cover_max`` of a curve (see :func:`check_layout`) moved below its axes
+    (:func:`legend_below`) unless ``loc="best"`` clears it, and fewer tick labels where an axis's own labels
+    run into each other. Returns ``fig``."""
+    if title:
+        fig.suptitle(title)
+    tried_best, grow, grown = set(), {}, {}
+    fig.canvas.draw()
+    for _ in range(4):  # each move changes the layout: look again
+        thinned = _thin_ticks(fig)
+        covered = _covered_legends(fig, cover_max)
+        if not covered and not thinned:
+            break
+        for ax in covered:
+            leg = ax.get_legend()
+            if id(ax) not in tried_best and leg._loc not in (0, "best") and leg._bbox_to_anchor is None:
+                leg.set_loc("best")  # first matplotlib's own search for the emptiest corner
+                tried_best.add(id(ax))
+            else:
+                leg = legend_below(ax)
+                fig.canvas.draw()
+                spec = ax.get_subplotspec()
+                row = spec.rowspan.start if spec is not None else id(ax)
+                height = leg.get_window_extent().height / fig.dpi + 0.1  # inches
+                grow[row] = max(grow.get(row, 0.0), height)
+        extra = sum(grow.values()) - sum(grown.values())
+        if extra > 0:  # the panels keep their height: the figure grows by the legends moved under them
+            w, h = fig.get_size_inches()
+            fig.set_size_inches(w, h + extra)
+            grown = dict(grow)
+    if os.environ.get(LAYOUT_CHECK_ENV):
+        faults = check_layout(fig, cover_max=cover_max).faults
+        if faults:
+            raise LayoutError(f"figure {fig.get_suptitle() or '(untitled)'!r}: " + "; ".join(faults))
+    return fig

@@ -58,14 +58,12 @@ def condensation_stage(
         label=r"slope $\sigma_0$ (shifted)",
     )
     ax[1].set(xlabel="t", title="rank one grows, attention frozen")
-    ax[1].legend(fontsize="x-small")
+    ax[1].legend()
     ax[2].plot(t[sel], q["cos_W0_pi"][sel], color=PALETTE[0], label=r"$|\cos(u_1(W_0),\pi)|$")
     ax[2].plot(t[sel], q["cos_W1_pic"][sel], color=PALETTE[2], ls="--", label=r"$|\cos(v_1(W_1),\pi-\frac{1}{d})|$")
     ax[2].set(xlabel="t", ylim=(0, 1.05), title="alignment of the top singular vectors")
-    ax[2].legend(fontsize="x-small", loc="lower right")
-    if title:
-        fig.suptitle(title, y=1.04)
-    return fig
+    ax[2].legend(loc="lower right")
+    return plotting.tidy(fig, title)
 
 
 def unigram_saddle(plateau, blocks, g: float, random_run, t_read: float, title: str = ""):
@@ -87,12 +85,12 @@ def unigram_saddle(plateau, blocks, g: float, random_run, t_read: float, title: 
     ax[0].axhline(chain.unigram_entropy(), ls="--", color=PALETTE[1], label=r"$H(\pi)$")
     ax[0].axvline(t_read, color=PALETTE[3], lw=1, label=r"$\theta_c^1$ read here")
     ax[0].set(xlabel="t", ylabel="loss", title="plateau at the unigram loss")
-    ax[0].legend(fontsize="x-small")
+    ax[0].legend()
     for k in range(chain.d):
         (line,) = ax[1].semilogx(t[1:], q["amp"][1:, k], lw=1.4, label=f"$a_{k}$" if k < 3 else None)
         ax[1].axhline(a_star[k], ls=":", color=line.get_color(), lw=1)
     ax[1].set(xlabel="t", title=r"amplitudes $a_k$ (dotted: $\alpha\pi_k$)")
-    ax[1].legend(fontsize="x-small")
+    ax[1].legend()
     ax[2].semilogy(t, np.abs(q["kappa"]), color=PALETTE[0], label=r"$|\kappa|$")
     ax[2].semilogy(t, q["M_fro"], color=PALETTE[4], lw=1, label=r"$\|W_QW_K^\top\|_F$")
     tt = np.array(plateau.t_kappa)
@@ -106,7 +104,7 @@ def unigram_saddle(plateau, blocks, g: float, random_run, t_read: float, title: 
     )
     ax[2].axvspan(*plateau.t_kappa, color=PALETTE[0], alpha=0.08)
     ax[2].set(xlabel="t", title=r"attention grows at $2g$")
-    ax[2].legend(fontsize="x-small")
+    ax[2].legend()
     ax = axes[1]
     n_emb = len(blocks.embedding_eigs)
     ax[0].plot(np.arange(n_emb), blocks.embedding_eigs, ".", color=PALETTE[0], label=r"$(W_0,W_1)$ block")
@@ -120,24 +118,22 @@ def unigram_saddle(plateau, blocks, g: float, random_run, t_read: float, title: 
     ax[0].axhline(g, color=PALETTE[3], lw=0.8, ls=":")
     ax[0].set_yscale("symlog", linthresh=1e-3)
     ax[0].set(xlabel="eigenvalue index (sorted per block)", title=r"spectrum of $-\nabla^2L(\theta_c^1)$")
-    ax[0].legend(fontsize="x-small")
+    ax[0].legend()
     tr, qr, rand = random_run.t, random_run.quantities, random_run.chain
     ax[1].plot(tr, qr["cos_W1_pic"], color=PALETTE[2], label=r"$|\cos(v_1(W_1),\pi-\frac{1}{d})|$")
     ax[1].plot(tr, qr["cos_W1_ell"], color=PALETTE[1], ls="--", label=r"$|\cos(v_1(W_1),\ell)|$")
     ax[1].set(xlabel="t", ylim=(0.9, 1.002), title=f"random chain (d = {rand.d}): $W_1$ turns")
-    ax[1].legend(fontsize="x-small", loc="lower right")
+    ax[1].legend(loc="lower right")
     ax[2].plot(tr, qr["loss"], color="k")
     ax[2].axhline(rand.unigram_entropy(), ls="--", color=PALETTE[1], label=r"$H(\pi)$")
     ax2 = ax[2].twinx()
     ax2.plot(tr, qr["W0_fro"], color=PALETTE[0], lw=1.2)
     ax2.axhline(theta_c1(rand).W0_norm, ls=":", color=PALETTE[0])
-    ax2.set_ylabel(r"$\|W_0\|_F$ (blue; dotted: predicted)", color=PALETTE[0], fontsize="small")
+    ax2.set_ylabel(r"$\|W_0\|_F$ (blue; dotted: predicted)", color=PALETTE[0])
     ax2.grid(False)
     ax[2].set(xlabel="t", ylabel="loss", title="random chain: loss and $\\|W_0\\|_F$")
-    ax[2].legend(fontsize="x-small", loc="center right")
-    if title:
-        fig.suptitle(title, y=1.03)
-    return fig
+    ax[2].legend(loc="center right")
+    return plotting.tidy(fig, title)
 
 
 def dilution(run, run_c, red, v: np.ndarray, cyc, delta_cycle: float, L_c2: float = float("nan")):
@@ -168,25 +164,25 @@ def dilution(run, run_c, red, v: np.ndarray, cyc, delta_cycle: float, L_c2: floa
     ax[0].plot(t, amp[:, low].mean(1), color=PALETTE[1], label="rare tokens (mean)")
     ax[0].axhline(0, color="k", lw=0.6)
     ax[0].set(xlabel="t", ylabel=r"$a_k=\langle h_k,u\rangle$", title="amplitudes move apart")
-    ax[0].legend(fontsize=8)
+    ax[0].legend()
     ax[1].plot(t, A[:, hub, hub], color=PALETTE[0], label="frequent query")
     ax[1].plot(t, red.A_low_hub, color=PALETTE[1], label="rare queries")
     ax[1].axhline(pi[hub], ls=":", color="k", lw=1, label=r"$\pi_{\rm hub}$")
     ax[1].set(xlabel="t", ylabel=r"$A_{i,\rm hub}$", ylim=(pi[hub] - 0.06, None), title="focus, then dilution")
-    ax[1].legend(fontsize=8)
+    ax[1].legend()
     ax[2].plot(t, q["loss"], color="k")
     ax[2].axhline(H_pi, ls="--", color=PALETTE[1], label=r"$H(\pi)$")
     if np.isfinite(L_c2):
         ax[2].axhline(L_c2, ls="--", color=PALETTE[2], label=r"$L(\theta_c^2)$ closed form")
     ax[2].set(xlabel="t", ylabel="loss", ylim=(red.L_end - 0.01, H_pi + 0.01), title="second plateau")
-    ax[2].legend(fontsize=8)
+    ax[2].legend()
     ax = axes[1]
     keys = np.arange(chain.d)
     ax[0].bar(keys - 0.2, v / np.abs(v).max(), 0.4, color=PALETTE[3], label=r"$v/\max|v|$")
     ax[0].bar(keys + 0.2, pi / pi.max(), 0.4, color=PALETTE[0], label=r"$\pi/\max\pi$")
     ax[0].axhline(0, color="k", lw=0.6)
     ax[0].set(xlabel="token k", title=r"next-order drive $v$ vs $\pi$")
-    ax[0].legend(fontsize=8)
+    ax[0].legend()
     qc, tc = run_c.quantities, run_c.t
     delta_c = delta_cycle
     ax[1].plot(tc, qc["hub_attention"], color=PALETTE[4], label=r"hub attention $\sum_i\pi_iA_{i,\rm hub}$")
@@ -194,7 +190,7 @@ def dilution(run, run_c, red, v: np.ndarray, cyc, delta_cycle: float, L_c2: floa
     if cyc.escaped:
         ax[1].axvline(cyc.t_esc, color="k", lw=0.8, ls=":")
     ax[1].set(xlabel="t", title=f"δ = {delta_c:g}: the second cycle")
-    ax[1].legend(fontsize=8, loc="center right")
+    ax[1].legend(loc="center right")
     ax[2].plot(tc, qc["loss"], color="k")
     for level, lab, col in [
         (run_c.chain.unigram_entropy(), r"$H(\pi)$", PALETTE[1]),
@@ -202,9 +198,8 @@ def dilution(run, run_c, red, v: np.ndarray, cyc, delta_cycle: float, L_c2: floa
     ]:
         ax[2].axhline(level, ls="--", color=col, label=lab)
     ax[2].set(xlabel="t", ylabel="loss", title=f"δ = {delta_c:g}: loss")
-    ax[2].legend(fontsize=8)
-    fig.suptitle(f"Dilution on the {chain.name}", y=1.03)
-    return fig
+    ax[2].legend()
+    return plotting.tidy(fig, f"Dilution on the {chain.name}")
 
 
 def focus_stage(
@@ -244,11 +239,11 @@ def focus_stage(
         ax[0].plot(t, A[:, i, hub], color=PALETTE[1], lw=1.2, label="rare queries" if j == 0 else None)
     ax[0].axhline(pi[hub], ls=":", color="k", lw=1, label=r"$\pi_{\rm hub}$")
     ax[0].set(xlabel="t", ylabel=r"$A_{i,\rm hub}$", title="attention to the frequent token")
-    ax[0].legend(fontsize="x-small")
+    ax[0].legend()
     ax[1].plot(t, q["attn_entropy"], color=PALETTE[2], label=r"$\sum_i\pi_iH(A_{i\cdot})$")
     ax[1].plot(t, q["hub_attention"], color=PALETTE[4], label=r"$\sum_i\pi_iA_{i,\rm hub}$")
     ax[1].set(xlabel="t", title="attention entropy and hub attention")
-    ax[1].legend(fontsize="x-small")
+    ax[1].legend()
     ax[2].plot(dA_closed.ravel(), dA_flow.ravel(), "o", color=PALETTE[0], ms=4)
     lim = np.abs(dA_closed).max() * 1.1
     ax[2].plot([-lim, lim], [-lim, lim], color="k", lw=0.8)
@@ -266,7 +261,7 @@ def focus_stage(
     ax[0].axhline(pi_v[hub_v], ls=":", color="k", lw=1)
     shade_stages(ax[0], [("focus", t_onset_v, tv[-1])])
     ax[0].set(xlabel="t", ylabel=r"$A_{i,\rm hub}$", title="violating chain ($g<0$): attention to the hub")
-    ax[0].legend(fontsize="x-small")
+    ax[0].legend()
     for k in range(vio.d):
         ax[1].plot(
             tv,
@@ -277,7 +272,7 @@ def focus_stage(
         )
     shade_stages(ax[1], [("focus", t_onset_v, tv[-1])])
     ax[1].set(xlabel="t", title="frequent query's attention row")
-    ax[1].legend(fontsize="x-small")
+    ax[1].legend()
     width = 0.38
     ax[2].bar(
         np.arange(markov.d) - width / 2,
@@ -294,10 +289,11 @@ def focus_stage(
         label=r"violating: $\pi_k-\|\pi\|^2$",
     )
     ax[2].axhline(0, color="k", lw=0.8)
-    ax[2].set(xlabel="key token k", title=f"g = {g:.4f} (page chain), {g_v:.4f} (violating)")
-    ax[2].legend(fontsize="x-small")
-    fig.suptitle(title or "Focus: attention tilts with κ·π_iπ_k(π_k − ‖π‖²); the sign of κ is the sign of g", y=1.03)
-    return fig
+    ax[2].set(xlabel="key token k", title=f"g = {g:.4f} (page chain)\ng = {g_v:.4f} (violating)")
+    ax[2].legend()
+    return plotting.tidy(
+        fig, title or "Focus: attention tilts with κ·π_iπ_k(π_k − ‖π‖²); the sign of κ is the sign of g"
+    )
 
 
 def escape_overview(run0, trap, sweep, ls, run_c, lambda1: float, horizon: float, delta: float, spec_rates=None):
@@ -315,7 +311,7 @@ def escape_overview(run0, trap, sweep, ls, run_c, lambda1: float, horizon: float
     if trap.settled:
         shade_stages(ax[0], [("plateau", trap.t_settle, float(t0[-1]))])
     ax[0].set(xlabel="t", title=r"$\delta=0$: trapped at $\theta_c^2$")
-    ax[0].legend(fontsize=8)
+    ax[0].legend()
     colors = [PALETTE[i % len(PALETTE)] for i in range(len(sweep))]
     for col, r in zip(colors, sweep):
         ax[1].semilogy(r.run.t, r.run.quantities["sigma2"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
@@ -325,7 +321,7 @@ def escape_overview(run0, trap, sweep, ls, run_c, lambda1: float, horizon: float
     ax[1].semilogy(t0[early], q0["sigma2"][early], color="k", lw=1, ls=":", label="δ = 0")
     ax[1].axhspan(0.01, 0.1, color="k", alpha=0.04)
     ax[1].set(xlabel="t", title=r"$\sigma_2(W_0)$: escape at rate $\propto\delta$")
-    ax[1].legend(fontsize=8)
+    ax[1].legend()
     ds = np.array([r.delta for r in sweep])
     dd = np.linspace(0, ds.max() * 1.05, 50)
     ax[2].plot(ds, [r.stats.rate for r in sweep], "o", color=PALETTE[0], label=r"rate of $\sigma_2(W_0)$")
@@ -341,7 +337,7 @@ def escape_overview(run0, trap, sweep, ls, run_c, lambda1: float, horizon: float
             ds, [spec_rates.get(d_, float("nan")) for d_ in ds], "+", color=PALETTE[1], ms=10, label="spec (Euler)"
         )
     ax[2].set(xlabel=r"$\delta$", ylabel="rate", title="escape rate vs δ")
-    ax[2].legend(fontsize=8)
+    ax[2].legend()
     ax = axes[1]
     ax[0].plot(1 / ds, np.array([r.stats.t_escape for r in sweep]) - trap.t_settle, "o-", color=PALETTE[0])
     ax[0].set(xlabel=r"$1/\delta$", ylabel=r"$t_{\rm esc}-t_{\rm settle}$", title="escape time Θ(1/δ)")
@@ -350,7 +346,7 @@ def escape_overview(run0, trap, sweep, ls, run_c, lambda1: float, horizon: float
         ax[1].semilogy(run_c.t, sv[:, k], lw=1.3, label=rf"$\sigma_{k + 1}(W_0)$")
     ax[1].axhline(0.1, color="k", lw=0.8, ls=":")
     ax[1].set(xlabel="t", title=f"δ = {delta:g}: new directions open")
-    ax[1].legend(fontsize=8, ncol=3, loc="lower right")
+    ax[1].legend(ncol=3, loc="lower right")
     for col, r in zip(colors, sweep):
         ax[2].plot(r.run.t, r.run.quantities["loss"], color=col, lw=1.3, label=f"δ = {r.delta:g}")
     ax[2].plot(t0[early], q0["loss"][early], color="k", lw=1, ls=":", label="δ = 0")
@@ -361,9 +357,8 @@ def escape_overview(run0, trap, sweep, ls, run_c, lambda1: float, horizon: float
         ylim=(trap.bigram0 - 0.01, sym.unigram_entropy() + 0.01),
         title="loss: θ_c² plateau, then the next cycles",
     )
-    ax[2].legend(fontsize=8, ncol=2, loc="upper right")
-    fig.suptitle(f"Escape from the degenerate point, {sym.name.replace(', δ=0', '')}", y=1.03)
-    return fig
+    ax[2].legend(ncol=2, loc="upper right")
+    return plotting.tidy(fig, f"Escape from the degenerate point, {sym.name.replace(', δ=0', '')}")
 
 
 def _pca_style(chain):
@@ -388,9 +383,8 @@ def pca_phases(rows, chain):
         ]
         pca.plot_phases(ax[row, :], ph.p, ph.run.t, windows, labels, colors)
         ax[row, 0].set_ylabel(f"{name}\nPC2")
-    ax[0, 0].legend(fontsize=7, loc="upper left")
-    fig.suptitle("Embeddings h_k(t) on the principal components of the whole trajectory", y=1.02)
-    return fig
+    ax[0, 0].legend(loc="upper left")
+    return plotting.tidy(fig, "Embeddings h_k(t) on the principal components of the whole trajectory")
 
 
 def pca_time(rows, chain, horizon: float):
@@ -407,8 +401,8 @@ def pca_time(rows, chain, horizon: float):
         a.set(xlim=(0, horizon), xlabel="t", title=f"{name}: PC1 (solid), PC2 (dashed)")
         stages.shade(a, ph.detected)
     ax[0, 0].set_ylabel("coordinate")
-    ax[0, -1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    return fig
+    ax[0, -1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5))
+    return plotting.tidy(fig)
 
 
 def finite_sample_sweep(
@@ -441,11 +435,10 @@ def finite_sample_sweep(
             ylim=(lo, np.log(d) + 0.005),
         )
         ax[1, col].set(xlabel="t = η · step", ylabel="low-query attention on hub" if col == 0 else "")
-        ax[0, col].legend(fontsize=7)
-    fig.suptitle(
-        f"Finite-sample training approaches the population dynamics as N and s grow (data seed {seed})", y=1.02
+        ax[0, col].legend()
+    return plotting.tidy(
+        fig, f"Finite-sample training approaches the population dynamics as N and s grow (data seed {seed})"
     )
-    return fig
 
 
 def _cycle_columns(flow, stages_flow, trained, stages_trained, trained_title: str):
@@ -470,11 +463,10 @@ def cycle_loss(flow, stages_flow, trained, stages_trained, refs: dict, horizon: 
             a.axhline(value, color="0.45", ls=ls, lw=0.9, label=name)
         a.set(xscale="log", xlim=(1.0, horizon), title=title, xlabel="t (training: η · step)")
         stages.shade(a, detected)
-        a.legend(fontsize=7, loc="lower left")
+        a.legend(loc="lower left")
     ax[0, 0].set_ylabel("loss")
-    fig.legend(handles=stages.legend_handles(), loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.1), fontsize=8)
-    fig.suptitle("Claim B1: the loss through the stages", y=1.07)
-    return fig
+    fig.legend(handles=stages.legend_handles(), loc="outside lower center", ncol=5)
+    return plotting.tidy(fig, "Claim B1: the loss through the stages")
 
 
 def cycle_zoom(flow, stages_flow, trained, stages_trained, horizon: float, trained_title: str):
@@ -502,10 +494,9 @@ def cycle_zoom(flow, stages_flow, trained, stages_trained, horizon: float, train
     ax[0, 0].set_ylabel("attention on hub")
     ax[1, 0].set_ylabel("attention entropy")
     ax[2, 0].set_ylabel(r"$\sigma_k(W_0)$")
-    ax[0, 0].legend(fontsize=7, loc="center left")
-    fig.legend(handles=stages.legend_handles(), loc="lower center", ncol=5, bbox_to_anchor=(0.5, -0.04), fontsize=8)
-    fig.suptitle("Claim B1: focus, dilution, escape and the next cycle (B6, B7, B9)", y=1.04)
-    return fig
+    ax[0, 0].legend(loc="center left")
+    fig.legend(handles=stages.legend_handles(), loc="outside lower center", ncol=5)
+    return plotting.tidy(fig, "Claim B1: focus, dilution, escape and the next cycle (B6, B7, B9)")
 
 
 SWEEP_NAMES = {"ε": "ε", "m": "m", "δ": "δ", "chain": "(a_h, b_h)"}  # the robustness page's sweeps, as labelled
@@ -522,13 +513,10 @@ def robustness_sweeps(runs: dict):
             ax[row, 1].semilogy(r.t, np.maximum(r.quantities["sigma2"], 1e-6), color=PALETTE[j])
         ax[row, 0].set_ylabel(f"sweep over {SWEEP_NAMES[kind]}\nhub attention")
         ax[row, 1].set_ylabel(r"$\sigma_2(W_0)$")
-        ax[row, 1].legend(
-            *ax[row, 0].get_legend_handles_labels(), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5)
-        )
+        ax[row, 1].legend(*ax[row, 0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.02, 0.5))
     ax[-1, 0].set(xlabel="t")
     ax[-1, 1].set(xlabel="t")
-    fig.suptitle("Which stages appear, move or vanish (population GD)", y=1.01)
-    return fig
+    return plotting.tidy(fig, "Which stages appear, move or vanish (population GD)")
 
 
 REAL_TEXT_UNITS = (" ", "\n", "the", ",", ".")  # the token ids whose lift the real-text figure draws
@@ -567,14 +555,11 @@ def real_text_runs(runs: dict, marks: dict, mid):
         for ax in row:
             for x in (m["t_cond"], m["t_move"], m["t_escape"]):
                 ax.axvline(x, color="0.8", lw=0.8, zorder=0)
-        row[0].legend(fontsize="x-small")
-        row[1].legend(fontsize="x-small", ncol=2, frameon=True, framealpha=0.9)
+        row[0].legend()
+        row[1].legend(ncol=2, frameon=True, framealpha=0.9)
         handles = row[2].get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-        row[2].legend(handles=handles, fontsize="x-small", loc="center right", frameon=True, framealpha=0.9)
-    fig.suptitle(
-        "Real text (vertical lines: end of condensation, first attention move, escape)", y=1.0 + 0.08 / len(runs)
-    )  # clear of the panel titles for one row or two
-    return fig
+        row[2].legend(handles=handles, loc="center right", frameon=True, framealpha=0.9)
+    return plotting.tidy(fig, "Real text (vertical lines: end of condensation, first attention move, escape)")
 
 
 def real_text_moves(runs: dict, marks: dict, n_top: int):
@@ -587,7 +572,7 @@ def real_text_moves(runs: dict, marks: dict, n_top: int):
         ax.scatter(m["move_predicted"], m["move_change"], s=14, color=PALETTE[0])
         for k in list(range(n_top)) + [res.text.d - 1]:
             name = res.text.label(k) if k < res.text.d - 1 else "UNK"
-            ax.annotate(name, (m["move_predicted"][k], m["move_change"][k]), fontsize=8)
+            ax.annotate(name, (m["move_predicted"][k], m["move_change"][k]), fontsize=plotting.SMALLEST_FONT_PT)
         ax.axhline(0, color="0.7", lw=0.8)
         ax.axvline(0, color="0.7", lw=0.8)
         lim = 1.05 * float(np.abs(np.concatenate([m["move_predicted"], m["move_change"]])).max())
@@ -597,5 +582,4 @@ def real_text_moves(runs: dict, marks: dict, n_top: int):
             ylabel="lift − 1 at the first move",
             title=f"{c}: t = {m['t_move']:g}, corr {m['move_corr']:.4f}",
         )
-    fig.suptitle("Which tokens gain attention first: measured on real text vs the Markov theory", y=1.04)
-    return fig
+    return plotting.tidy(fig, "Which tokens gain attention first: measured on real text vs the Markov theory")

@@ -43,14 +43,12 @@ def full_model_vs_reduced(runs: Mapping, title: str = ""):
         ax[1].plot(c.t[::k], c.b_reduced[::k], "o", ms=3.5, color=col)
         ax[2].semilogy(c.t[1:], np.maximum(c.residual[1:], 1e-18), color=col)
     ax[0].set(xlabel="t", ylabel="a (OV scalar)", title="full model (lines)\nvs reduced ODE (dots)")
-    ax[0].legend(fontsize="small")
+    ax[0].legend()
     ax[1].set(xlabel="t", ylabel="b (QK scalar)", title="same, QK scalar")
     ax[2].set(
         xlabel="t", ylabel="distance from the manifold", title="the flow stays on the manifold", ylim=(1e-18, 1e-6)
     )
-    if title:
-        fig.suptitle(title, y=1.04)
-    return fig
+    return plotting.tidy(fig, title)
 
 
 def factorized_vs_rescaled(flows, scalar_runs: Mapping):
@@ -76,15 +74,14 @@ def factorized_vs_rescaled(flows, scalar_runs: Mapping):
     ax[1].plot(t, loss["rescaled"], ":", color="k", label="rescaled collapsed")
     ax[1].plot(t, loss["collapsed"], "--", color=MODEL_COLORS["CACO"], label=r"collapsed, same $\eta$")
     ax[1].set(xlabel="t", ylabel="loss", title="loss along the three flows")
-    ax[1].legend(fontsize="small")
+    ax[1].legend()
     for delta, r in scalar_runs.items():
         (line,) = ax[2].plot(r["t"], r["b_factorized"], lw=2.2, alpha=0.55, label=rf"$\delta={delta:g}$")
         kk = max(1, len(r["t"]) // 20)
         ax[2].plot(r["t"][::kk], r["b_rescaled"][::kk], "o", ms=3.5, color=line.get_color())
     ax[2].set(xlabel="t", ylabel=r"$b=qk$", title="scalar: $(q,k)$ flow (line)\nvs rescaled ODE for $b$ (dots)")
-    ax[2].legend(title=r"$L=-\log p(b)$, $n=9$", fontsize="small")
-    fig.suptitle("Lemma 1: gradient flow on factors = collapsed flow at a state-dependent rate", y=1.04)
-    return fig
+    ax[2].legend(title=r"$L=-\log p(b)$, $n=9$")
+    return plotting.tidy(fig, "Lemma 1: gradient flow on factors = collapsed flow at a state-dependent rate")
 
 
 def line_plane(runs: Mapping, title: str = ""):
@@ -106,12 +103,10 @@ def line_plane(runs: Mapping, title: str = ""):
             axj.plot(dphi, dpsi, color=MODEL_COLORS[name], alpha=alpha, lw=2.4, label=f"r = {r:g}")
             axj.plot([0, dphi[-1]], [0, r * dphi[-1]], "k:", lw=0.9)
         axj.set(xlabel=r"$\Phi(a)-\Phi(a_0)$", ylabel=r"$\Psi(b)-\Psi(b_0)$", title=name)
-        axj.legend(fontsize="small", loc="upper left")
+        axj.legend(loc="upper left")
     for j in range(len(names), nrow * ncol):
         axes[j // ncol, j % ncol].set_visible(False)
-    if title:
-        fig.suptitle(title, y=1.02)
-    return fig
+    return plotting.tidy(fig, title)
 
 
 def step_order(studies: Mapping, runs: Mapping, drift_factor: float, title: str = ""):
@@ -130,7 +125,7 @@ def step_order(studies: Mapping, runs: Mapping, drift_factor: float, title: str 
     first = studies[names[0]]
     ax[0, 0].loglog(first.steps, first.drift[-1] * first.steps / first.steps[-1], "k:", label="slope 1")
     ax[0, 0].set(xlabel="step size h", ylabel=r"max drift of $\Psi-r\Phi$", title="GD on the full model: O(h)")
-    ax[0, 0].legend(fontsize="small")
+    ax[0, 0].legend()
     ax[0, 1].axhline(drift_factor, color="k", ls=":", lw=1)
     ax[0, 1].set(
         xticks=range(len(ratios)),
@@ -138,9 +133,7 @@ def step_order(studies: Mapping, runs: Mapping, drift_factor: float, title: str 
         ylabel=r"drift / (rtol·S)",
         title=f"adaptive ODE: below {drift_factor:g} (dotted)",
     )
-    if title:
-        fig.suptitle(title, y=1.04)
-    return fig
+    return plotting.tidy(fig, title)
 
 
 RATIO_METRICS = (  # (metric of experiments.ByRatio, panel title); arrows: ERASER's better direction
@@ -169,10 +162,8 @@ def metrics_over_ratio(results: Mapping, optimizer: str, title: str = ""):
             ax.plot(lv.ratios, v.mean(1), "o-", color=color, label=f"L* = {level:g}")
         ax.set(xscale="log", xlabel=r"$r=\eta_{QK}/\eta_{OV}$", title=label)
         ax.set_xticks(lv.ratios, [f"{r:g}" for r in lv.ratios])  # every level has the same r
-    axes[0, 0].legend(fontsize="small", title="matched loss")
-    if title:
-        fig.suptitle(title, y=1.04)
-    return fig
+    axes[0, 0].legend(title="matched loss")
+    return plotting.tidy(fig, title)
 
 
 def training_at_matched_loss(exp, init: str = "gaussian", title: str = ""):
@@ -204,9 +195,7 @@ def training_at_matched_loss(exp, init: str = "gaussian", title: str = ""):
     ax[0].legend(title=f"{n_seeds} seeds each", loc="lower right")
     ax[1].set(xlabel="GD step", ylabel="attention mass on the distinct token", title="attention over training")
     ax[2].set(xlabel="GD step", ylabel="training accuracy", title="accuracy over training")
-    if title:
-        fig.suptitle(title, y=1.06)
-    return fig
+    return plotting.tidy(fig, title)
 
 
 def orderings_at_matched_loss(res, balanced, ode_uniform: Mapping, ode_exact: Mapping, target_loss: float):
@@ -237,8 +226,8 @@ def orderings_at_matched_loss(res, balanced, ode_uniform: Mapping, ode_exact: Ma
         )  # fmt: skip
     ax.set_xticks(x, names)
     ax.set(ylabel=f"attention mass at L* = {target_loss:g}", title="Q2: which orderings survive?")
-    ax.legend(loc="lower right", fontsize="small")
-    return fig
+    ax.legend(loc="lower right")
+    return plotting.tidy(fig)
 
 
 def growth_curves(runs: Mapping, title: str = ""):
@@ -271,7 +260,7 @@ def growth_curves(runs: Mapping, title: str = ""):
         tt = np.geomspace(10.0, horizon, 100)
         ax[0, 0].plot(np.log(tt), s.a_law(tt), style, lw=1, label="law, FO" if fo else "law, CO")
     ax[0, 0].set(xlabel=r"$\log t$", ylabel=r"margin $u=a\,p$", title=f"OV: u ~ log t (solid r={r0:g})")
-    ax[0, 0].legend(fontsize="small")
+    ax[0, 0].legend()
     caco = {r: runs[(name, r)] for name, r in runs if name == "CACO"}
     for r, run in caco.items():
         keep = run.t >= 10.0
@@ -286,14 +275,12 @@ def growth_curves(runs: Mapping, title: str = ""):
     )
     ax[1, 0].set(xlabel=r"$\log\log t$", ylabel=r"$b$", title="CACO: b vs log log t (dotted: slope 2)")
     if caco:
-        ax[0, 1].legend(fontsize="small")
-        ax[1, 0].legend(fontsize="small")
+        ax[0, 1].legend()
+        ax[1, 0].legend()
     ax[1, 1].axhline(1.0, color="k", lw=0.8)
     ax[1, 1].set(xlabel="t", ylabel="odds / law in (a, b)", title="the QK laws of the table → 1")
-    ax[1, 1].legend(fontsize="x-small", ncol=2, loc="lower right")
-    if title:
-        fig.suptitle(title, y=1.03)
-    return fig
+    ax[1, 1].legend(ncol=2, loc="lower right")
+    return plotting.tidy(fig, title)
 
 
 def attention_at_matched_loss(runs: Mapping, points, sampled, *, u_star: float, lr_ratio: float, title: str = ""):
@@ -319,7 +306,7 @@ def attention_at_matched_loss(runs: Mapping, points, sampled, *, u_star: float, 
         ylabel=r"attention mass $p$ at $s=s_*$",
         title="faster QK → sharper attention",
     )
-    ax[0, 0].legend(fontsize="small")
+    ax[0, 0].legend()
     ax[0, 1].set(
         xlabel="a (OV scalar)",
         ylabel="p (attention on the distinct token)",
@@ -327,7 +314,7 @@ def attention_at_matched_loss(runs: Mapping, points, sampled, *, u_star: float, 
         ylim=(0, 1.02),
         title="every model crosses p = u*/a",
     )
-    ax[0, 1].legend(fontsize="x-small", loc="lower right")
+    ax[0, 1].legend(loc="lower right")
     keys = list(sampled.runs)
     labels = [f"{n}\nr={r:g}" for n, r in keys]
     means = [float(np.nanmean(sampled.values(k))) if np.isfinite(sampled.values(k)).any() else 0.0 for k in keys]
@@ -339,17 +326,16 @@ def attention_at_matched_loss(runs: Mapping, points, sampled, *, u_star: float, 
             ax[0, 2].scatter(np.full(vals.size, i), vals, s=12, color="k", zorder=3)
         acc = sampled.values(key, "accuracy")
         worst = np.nanmin(acc) if np.isfinite(acc).any() else float("nan")
-        ax[0, 2].text(i, means[i] + 0.03, f"{means[i]:.3f}\nacc ≥ {worst:.2f}", ha="center", fontsize=8)
+        ax[0, 2].text(
+            i, means[i] + 0.03, f"{means[i]:.3f}\nacc ≥ {worst:.2f}", ha="center", fontsize=plotting.SMALLEST_FONT_PT
+        )
     loss_target = next((run.meta.get("loss_target") for rs in sampled.runs.values() for run in rs), float("nan"))
     ax[0, 2].set(
         ylim=(0, 1.2),
         ylabel=f"attention mass at loss {loss_target:g}",
         title=f"full model, sampled, GD ({len(sampled.seeds)} seeds)",
     )
-    ax[0, 2].tick_params(axis="x", labelsize=8)
-    if title:
-        fig.suptitle(title, y=1.04)
-    return fig
+    return plotting.tidy(fig, title)
 
 
 def dtap_grid(models: Mapping, ratios, *, bins: int, title: str = ""):
@@ -390,9 +376,7 @@ def dtap_grid(models: Mapping, ratios, *, bins: int, title: str = ""):
                 ylabel="p(true class)",
             )
     fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.6, label="fraction of sequences (log scale)")
-    if title:
-        fig.suptitle(title, y=1.02)
-    return fig
+    return plotting.tidy(fig, title)
 
 
 def ac_over_threshold(models: Mapping, ratios):
@@ -417,8 +401,8 @@ def ac_over_threshold(models: Mapping, ratios):
             title=t,
             ylim=(-0.03, 1.03),
         )
-        a.legend(fontsize="small", loc="lower left")
-    return fig
+        a.legend(loc="lower left")
+    return plotting.tidy(fig)
 
 
 def real_data_metrics(ex):
@@ -446,10 +430,9 @@ def real_data_metrics(ex):
     axes[0, 1].set(xlabel=r"$\tau_a$", ylabel=f"ACMC (τ_c = {tau_conf:g})", title="ACMC over the threshold")
     axes[0, 2].set(xscale="log", xlabel=ratio, ylabel="nats", title="attention entropy")
     axes[0, 3].set(xscale="log", xlabel=ratio, ylabel="test accuracy", title="accuracy")
-    axes[0, 0].legend(fontsize="x-small", handlelength=3.2, frameon=True, framealpha=0.9)  # long handles: dashes
-    axes[0, 2].legend(fontsize="small", handlelength=3.2, frameon=True, framealpha=0.9)
-    fig.suptitle(f"{ex.title}: means over seeds (dots: single seeds)", y=1.03)
-    return fig
+    axes[0, 0].legend(handlelength=3.2, frameon=True, framealpha=0.9)  # long handles: dashes
+    axes[0, 2].legend(handlelength=3.2, frameon=True, framealpha=0.9)
+    return plotting.tidy(fig, f"{ex.title}: means over seeds (dots: single seeds)")
 
 
 def real_data_dtap(ex, relevant: str, unit: str):
@@ -466,8 +449,7 @@ def real_data_dtap(ex, relevant: str, unit: str):
         ax.grid(False)
         ax.set(xlabel=f"attention on {relevant}", ylabel="true-class probability", title=f"{opt}, r = {r:g}")
     fig.colorbar(image, ax=axes[0, -1], label=f"fraction of test {unit}")
-    fig.suptitle(f"DTAP heatmaps, seed {seed}", y=1.03)
-    return fig
+    return plotting.tidy(fig, f"DTAP heatmaps, seed {seed}")
 
 
 def criteria_grid(held: Mapping, criteria: Mapping, fast, fast_ratio: float, fafo_minus_caco, scales, steps):
@@ -496,8 +478,7 @@ def criteria_grid(held: Mapping, criteria: Mapping, fast, fast_ratio: float, faf
     for ax in axes:
         ax.grid(False)
         ax.set(xlabel=r"GD step $\eta_{OV}$", ylabel=r"init std $\times\sqrt{d}$")
-    fig.suptitle("  ".join(f"{k}: {v}" for k, v in criteria.items()), y=1.05, fontsize="small")
-    return fig
+    return plotting.tidy(fig, "  ".join(f"{k}: {v}" for k, v in criteria.items()))
 
 
 def attention_histograms(models: Mapping, scales, lr_ov: float):
@@ -524,5 +505,5 @@ def attention_histograms(models: Mapping, scales, lr_ov: float):
             ylabel="held-out sequences",
             title=f"init std {s:g}/√d, GD step {lr_ov:g}",
         )
-        ax.legend(fontsize="x-small", loc="upper left")
-    return fig
+        ax.legend(loc="upper left")
+    return plotting.tidy(fig)
