@@ -27,6 +27,16 @@ def test_page_smoke_runs_and_its_claims_pass(page, tmp_path):
     recs = json.loads(res.claims_file.read_text())["claims"]
     failed = [r for r in recs if r["verdict"] == "fail"]
     assert recs and not failed, f"{page}: failed claims {failed}"
+    # The strict book build (-W) fails on any stderr in a cell's outputs (mystnb.stderr): a warning
+    # printed by a figure (matplotlib's collapsed constrained layout, found by CI at 40dee6d) fails here.
+    nb = json.loads(res.notebook.read_text())
+    stderr = [
+        (i, "".join(o.get("text", ""))[:300])
+        for i, cell in enumerate(nb["cells"])
+        for o in cell.get("outputs", [])
+        if o.get("name") == "stderr"
+    ]
+    assert not stderr, f"{page}: stderr in cell outputs (the strict build fails on it): {stderr}"
 
 
 def _other_seeds(page: str, base: dict) -> dict:

@@ -657,16 +657,18 @@ def tidy(fig, title: str = "", cover_max: float = LEGEND_COVER_MAX):
                 tried_best.add(id(ax))
             else:
                 leg = legend_below(ax)
-                fig.canvas.draw()
                 spec = ax.get_subplotspec()
                 row = spec.rowspan.start if spec is not None else id(ax)
-                height = leg.get_window_extent().height / fig.dpi + 0.1  # inches
+                # measured before any layout pass: a draw with the legend but not yet the room for it
+                # collapses the axes under constrained layout (the book's strict build fails on that warning)
+                height = leg.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1  # inches
                 grow[row] = max(grow.get(row, 0.0), height)
         extra = sum(grow.values()) - sum(grown.values())
         if extra > 0:  # the panels keep their height: the figure grows by the legends moved under them
             w, h = fig.get_size_inches()
             fig.set_size_inches(w, h + extra)
             grown = dict(grow)
+        fig.canvas.draw()
     if os.environ.get(LAYOUT_CHECK_ENV):
         faults = check_layout(fig, cover_max=cover_max).faults
         if faults:

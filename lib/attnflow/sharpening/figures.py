@@ -497,7 +497,7 @@ def attention_histograms(models: Mapping, scales, lr_ov: float):
                 histtype="step",
                 lw=1.6,
                 color=color,
-                label=f"{label}: {100 * elsewhere:.1f}% look elsewhere",
+                label=f"{label}: {100 * elsewhere:.1f}%",
             )
         ax.set(
             yscale="log",
@@ -505,5 +505,7 @@ def attention_histograms(models: Mapping, scales, lr_ov: float):
             ylabel="held-out sequences",
             title=f"init std {s:g}/√d, GD step {lr_ov:g}",
         )
-        ax.legend(loc="upper left")
+        # short labels under a shared title: a legend wider than its panel feeds back into constrained
+        # layout (each pass shrinks the axes to fit the overhang) until the axes collapse
+        ax.legend(loc="best", title="look elsewhere")
     return plotting.tidy(fig)
