@@ -1,6 +1,10 @@
 """The layout check of the book's figures (issue 25 item 10): ``plotting.check_layout`` finds each
-fault class on a deliberately broken figure and passes its repaired twin; every figure function of
-the two papers passes it on small representative records built here (fast tier)."""
+fault class on a deliberately broken figure and passes its repaired twin, and ``plotting.tidy`` repairs
+what it can (a too-wide suptitle, crowded droppable labels, a legend moved below its axes). The pages'
+own figures are checked where their records are made: tests/test_pages.py runs every page at smoke
+with the check on (``ATTNFLOW_CHECK_LAYOUT``), and a faulty figure fails its page."""
+
+import warnings
 
 import matplotlib
 import numpy as np
@@ -141,3 +145,47 @@ def test_a_narrow_figure_is_shown_at_its_own_size():
     assert report.image_px < plotting.COLUMN_PX
     tick = plt.rcParams["xtick.labelsize"]
     assert report.min_text_px["desktop"] == pytest.approx(tick * fig.dpi / 72)  # 1 image px per CSS px
+
+
+def test_tidy_wraps_a_suptitle_wider_than_its_figure():
+    """A suptitle that overhangs the figure widens the saved image, so the browser shrinks every text."""
+    fig, ax = plotting.subplots(1, 3, width=3.5, height=3.0)
+    for a in ax[0]:
+        _curves(a)
+    title = "  ".join(f"{k}: a criterion of the grid, in words" for k in "LMFCAR")
+    fig.suptitle(title)
+    assert plotting.check_layout(fig).small  # the overhang shrinks the whole figure on the column
+    plotting.tidy(fig, title)
+    assert "\n" in fig.get_suptitle() and fig.get_suptitle().split() == title.split()  # wrapped, no word lost
+    assert not plotting.check_layout(fig).faults
+
+
+def test_tidy_hides_crowded_droppable_labels_in_the_order_they_were_drawn():
+    fig, ax = plotting.subplots(1, 1, width=3.5, height=3.0)
+    a = ax[0, 0]
+    a.scatter([0.5, 0.51, 0.9], [0.5, 0.5, 0.9])
+    fixed = a.text(0.9, 0.9, "fixed")  # not droppable: always kept
+    first = plotting.droppable(a.annotate("frequent", (0.5, 0.5)))
+    second = plotting.droppable(a.annotate("rare", (0.51, 0.5)))
+    third = plotting.droppable(a.annotate("over fixed", (0.9, 0.9)))
+    assert plotting.check_layout(fig).faults  # the labels run into each other
+    plotting.tidy(fig)
+    assert fixed.get_visible() and first.get_visible()
+    assert not second.get_visible() and not third.get_visible()
+    assert not plotting.check_layout(fig).faults
+
+
+def test_a_long_legend_moved_below_does_not_collapse_the_layout():
+    """tidy grows the figure for a legend it moves below before any layout pass: a draw with the legend
+    but not yet the room for it collapsed the axes (matplotlib's warning fails the strict book build)."""
+    fig, ax = plotting.subplots(1, 3, width=3.5, height=2.4)
+    t = np.linspace(0, 1, 200)
+    for a in ax[0]:
+        for k in range(8):
+            a.plot(t, np.full_like(t, 0.5) + 0.01 * k, label=f"a long label for curve number {k}")
+        a.legend(loc="center")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.tidy(fig)
+        fig.savefig(__import__("io").BytesIO(), format="png", bbox_inches="tight")
+    assert all(a.get_position().width > 0.15 for a in ax[0])

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from attnflow import runner
+from attnflow import plotting, runner
 
 PAGES = runner.list_pages()
 
@@ -21,7 +21,10 @@ def test_every_page_has_smoke_and_paper_profiles():
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("page", PAGES)
-def test_page_smoke_runs_and_its_claims_pass(page, tmp_path):
+def test_page_smoke_runs_and_its_claims_pass(page, tmp_path, monkeypatch):
+    # every figure of the page passes the layout check (texts that run into each other, legends over
+    # curves, text too small on the column): plotting.tidy raises LayoutError on a faulty one
+    monkeypatch.setenv(plotting.LAYOUT_CHECK_ENV, "1")
     res = runner.run_page(page, profile="smoke", output=tmp_path)
     assert res.claims_file is not None, f"{page} recorded no claims"
     recs = json.loads(res.claims_file.read_text())["claims"]

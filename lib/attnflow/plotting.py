@@ -55,6 +55,7 @@ __all__ = [
     "LEGEND_COVER_MAX",
     "tidy",
     "legend_below",
+    "droppable",
 ]
 
 # seaborn's "colorblind" palette (as RGB triples, like ``seaborn.color_palette("colorblind")``)
@@ -333,7 +334,9 @@ def shade_stages(
         if labels and (scale(b) - scale(a)) / (scale(x1) - scale(x0)) >= min_label_width:
             tag = span[3] if len(span) > 3 else stage[0].upper()
             mid = math.exp(0.5 * (scale(a) + scale(b))) if log else 0.5 * (a + b)
-            ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=SMALLEST_FONT_PT, color="0.3")
+            droppable(
+                ax.text(mid, 0.98, tag, transform=trans, ha="center", va="top", fontsize=SMALLEST_FONT_PT, color="0.3")
+            )  # a narrow stage's tag gives way to the one before it (tidy)
     if clip:
         ax.set_xlim(x0, x1)
 
@@ -635,9 +638,63 @@ def _thin_ticks(fig, overlap_px: float = OVERLAP_MIN_PX) -> bool:
     return changed
 
 
+DROPPABLE = "attnflow:droppable"  # gid of a text label that tidy may hide where it runs into another
+
+
+def droppable(text):
+    """Mark ``text`` (an axes text or annotation) as a label :func:`tidy` hides where, once the figure is laid
+    out, it runs into a text of its axes drawn before it: draw the labels in the order of their importance
+    (the most frequent token first, say). Returns ``text``."""
+    text.set_gid(DROPPABLE)
+    return text
+
+
+def _drop_crowded_labels(fig, overlap_px: float = OVERLAP_MIN_PX) -> bool:
+    """Hide each droppable label that overlaps a text of its axes kept before it (every text that is not
+    droppable is kept). True if any was hidden."""
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_visible() and t.get_text().strip()]
+        kept = [t.get_window_extent(renderer) for t in texts if t.get_gid() != DROPPABLE]
+        for t in texts:
+            if t.get_gid() != DROPPABLE:
+                continue
+            box = t.get_window_extent(renderer)
+            if any(min(_shared(box, k)) > overlap_px for k in kept):
+                t.set_visible(False)
+                changed = True
+            else:
+                kept.append(box)
+    if changed:
+        fig.canvas.draw()
+    return changed
+
+
+def _fit_suptitle(fig) -> None:
+    """Wrap a suptitle wider than the figure onto more lines (at word boundaries): a title that overhangs
+    the figure widens the saved image, and the browser then shrinks every text of the figure with it."""
+    import textwrap
+
+    title = fig._suptitle
+    if title is None or not title.get_text():
+        return
+    renderer = fig.canvas.get_renderer()
+    room = 0.96 * fig.bbox.width
+    text = " ".join(title.get_text().split("\n"))
+    for _ in range(6):
+        if title.get_window_extent(renderer).width <= room:
+            return
+        longest = max(title.get_text().split("\n"), key=len)
+        chars = max(10, int(len(longest) * room / title.get_window_extent(renderer).width))
+        title.set_text(textwrap.fill(text, width=chars, break_long_words=False))
+        fig.canvas.draw()
+
+
 def tidy(fig, title: str = "", cover_max: float = LEGEND_COVER_MAX):
     """The book's figure layout, applied last by every figure function: ``title`` as a suptitle placed by
-    the layout engine (never at a hand-set height, which ran into two-line panel titles), and each axes
+    the layout engine (never at a hand-set height, which ran into two-line panel titles) and wrapped to the
+    figure's width, labels marked :func:`droppable` hidden where they run into a label before them, and each axes
     legend that hides more than ``cover_max`` of a curve (see :func:`check_layout`) moved below its axes
     (:func:`legend_below`) unless ``loc="best"`` clears it, and fewer tick labels where an axis's own labels
     run into each other. Returns ``fig``."""
@@ -645,10 +702,12 @@ def tidy(fig, title: str = "", cover_max: float = LEGEND_COVER_MAX):
         fig.suptitle(title)
     tried_best, grow, grown = set(), {}, {}
     fig.canvas.draw()
+    _fit_suptitle(fig)
     for _ in range(4):  # each move changes the layout: look again
         thinned = _thin_ticks(fig)
+        dropped = _drop_crowded_labels(fig)
         covered = _covered_legends(fig, cover_max)
-        if not covered and not thinned:
+        if not covered and not thinned and not dropped:
             break
         for ax in covered:
             leg = ax.get_legend()

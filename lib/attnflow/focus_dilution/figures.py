@@ -572,7 +572,9 @@ def real_text_moves(runs: dict, marks: dict, n_top: int):
         ax.scatter(m["move_predicted"], m["move_change"], s=14, color=PALETTE[0])
         for k in list(range(n_top)) + [res.text.d - 1]:
             name = res.text.label(k) if k < res.text.d - 1 else "UNK"
-            ax.annotate(name, (m["move_predicted"][k], m["move_change"][k]), fontsize=plotting.SMALLEST_FONT_PT)
+            plotting.droppable(  # tokens in order of frequency: a rarer label gives way to a frequent one
+                ax.annotate(name, (m["move_predicted"][k], m["move_change"][k]), fontsize=plotting.SMALLEST_FONT_PT)
+            )
         ax.axhline(0, color="0.7", lw=0.8)
         ax.axvline(0, color="0.7", lw=0.8)
         lim = 1.05 * float(np.abs(np.concatenate([m["move_predicted"], m["move_change"]])).max())

@@ -188,12 +188,12 @@ def training_at_matched_loss(exp, init: str = "gaussian", title: str = ""):
     ax[0].set(
         xscale="log",
         xlabel="training loss (decreasing →)",
-        ylabel="attention mass on the distinct token",
+        ylabel="attention mass\non the distinct token",
         title="attention vs training loss",
     )
     ax[0].invert_xaxis()
     ax[0].legend(title=f"{n_seeds} seeds each", loc="lower right")
-    ax[1].set(xlabel="GD step", ylabel="attention mass on the distinct token", title="attention over training")
+    ax[1].set(xlabel="GD step", ylabel="attention mass\non the distinct token", title="attention over training")
     ax[2].set(xlabel="GD step", ylabel="training accuracy", title="accuracy over training")
     return plotting.tidy(fig, title)
 
@@ -309,26 +309,26 @@ def attention_at_matched_loss(runs: Mapping, points, sampled, *, u_star: float, 
     ax[0, 0].legend()
     ax[0, 1].set(
         xlabel="a (OV scalar)",
-        ylabel="p (attention on the distinct token)",
+        ylabel="p: attention on\nthe distinct token",
         xlim=(0, max(14.0, u_star * 2)),
         ylim=(0, 1.02),
         title="every model crosses p = u*/a",
     )
     ax[0, 1].legend(loc="lower right")
     keys = list(sampled.runs)
-    labels = [f"{n}\nr={r:g}" for n, r in keys]
     means = [float(np.nanmean(sampled.values(k))) if np.isfinite(sampled.values(k)).any() else 0.0 for k in keys]
+    worst = [
+        np.nanmin(acc) if np.isfinite(acc := sampled.values(k, "accuracy")).any() else float("nan") for k in keys
+    ]
+    # the worst accuracy under each bar's name (text over neighbouring bars ran into each other)
+    labels = [f"{n}\nr={r:g}\nacc ≥ {w:.2f}" for (n, r), w in zip(keys, worst)]
     ax[0, 2].bar(labels, means, color=[MODEL_COLORS[n] for n, _ in keys], alpha=0.7)
     for i, key in enumerate(keys):
         vals = sampled.values(key)
         vals = vals[np.isfinite(vals)]  # runs not at the matched loss are not drawn
         if vals.size:
             ax[0, 2].scatter(np.full(vals.size, i), vals, s=12, color="k", zorder=3)
-        acc = sampled.values(key, "accuracy")
-        worst = np.nanmin(acc) if np.isfinite(acc).any() else float("nan")
-        ax[0, 2].text(
-            i, means[i] + 0.03, f"{means[i]:.3f}\nacc ≥ {worst:.2f}", ha="center", fontsize=plotting.SMALLEST_FONT_PT
-        )
+        ax[0, 2].text(i, means[i] + 0.03, f"{means[i]:.3f}", ha="center", fontsize=plotting.SMALLEST_FONT_PT)
     loss_target = next((run.meta.get("loss_target") for rs in sampled.runs.values() for run in rs), float("nan"))
     ax[0, 2].set(
         ylim=(0, 1.2),
@@ -370,11 +370,9 @@ def dtap_grid(models: Mapping, ratios, *, bins: int, title: str = ""):
             ax.set_xticks(ticks, [0, 0.5, 1], rotation=0)
             ax.set_yticks(ticks, [1, 0.5, 0])
             ax.grid(False)
-            ax.set(
-                title=f"{m.name}, r = {m.r:g}\nmean mass {m.mass.mean():.3f}",
-                xlabel="attention on distinct token",
-                ylabel="p(true class)",
-            )
+            # the top y tick label sits on the heatmap's top edge: the title keeps clear of it
+            ax.set_title(f"{m.name}, r = {m.r:g}\nmean mass {m.mass.mean():.3f}", pad=10)
+            ax.set(xlabel="attention on\nthe distinct token", ylabel="p(true class)")
     fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.6, label="fraction of sequences (log scale)")
     return plotting.tidy(fig, title)
 
