@@ -317,9 +317,7 @@ def attention_at_matched_loss(runs: Mapping, points, sampled, *, u_star: float, 
     ax[0, 1].legend(loc="lower right")
     keys = list(sampled.runs)
     means = [float(np.nanmean(sampled.values(k))) if np.isfinite(sampled.values(k)).any() else 0.0 for k in keys]
-    worst = [
-        np.nanmin(acc) if np.isfinite(acc := sampled.values(k, "accuracy")).any() else float("nan") for k in keys
-    ]
+    worst = [np.nanmin(acc) if np.isfinite(acc := sampled.values(k, "accuracy")).any() else float("nan") for k in keys]
     # the worst accuracy under each bar's name (text over neighbouring bars ran into each other)
     labels = [f"{n}\nr={r:g}\nacc ≥ {w:.2f}" for (n, r), w in zip(keys, worst)]
     ax[0, 2].bar(labels, means, color=[MODEL_COLORS[n] for n, _ in keys], alpha=0.7)
