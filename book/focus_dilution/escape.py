@@ -178,7 +178,8 @@ print(f"θ_c²: L = {c2.loss:.10f} (closed form {trap.L_c2:.10f}), ‖∇L‖ = 
 # ## 3. The Lyapunov–Schmidt limit on the real model
 #
 # For small $\delta$ we compute $\theta_c^2(\delta)$ itself: the flow restricted to the invariant $\mathcal M_1$, from
-# the rank-one projection of the $\delta=0$ state at $t=$ {glue:text}`ls_start:.0f` (on the $\theta_c^1$ plateau),
+# the rank-one projection of the $\delta=0$ state at $t=$ {glue:text}`ls_start:.0f` (on the $\theta_c^1$ plateau) and
+# projected back onto $\mathcal M_1$ after every stretch (its unstable mode would lift the round-off off it),
 # converges to the critical point, where $\|\nabla L\|\le$ {glue:text}`ls_grad_max:.0e`, $\sigma_2(W_0)\le$
 # {glue:text}`ls_off_max:.0e`, and $M_\perp/\delta$ converges: $\lambda_1=\sigma_{\max}(M_1)=$ {glue:text}`lambda1:.5f`.
 

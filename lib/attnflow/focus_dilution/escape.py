@@ -32,6 +32,8 @@ __all__ = [
     "mode_split",
     "slope_bias",
     "lyapunov_schmidt_limit",
+    "restricted_flow",
+    "RestrictedFlow",
     "LSLimit",
     "rank_counts",
     "BIAS_MAX",
@@ -213,10 +215,10 @@ class LSLimit:
     M_perp: np.ndarray  # (n, d, d) M⊥ at θ_c²(δ)
     sigma_max: np.ndarray  # (n,) σ_max(M⊥(θ_c²(δ)))
     grad_norm: np.ndarray  # (n,) ‖∇L‖ at the end of each restricted flow
-    off_manifold: np.ndarray  # (n,) σ₂(W0) at the end (stays at round-off on 𝓜₁)
+    off_manifold: np.ndarray  # (n,) σ₂(W0) at the last stretch's end, before its projection (≤ round-off · e^LS_GAIN)
     sigma2_start: np.ndarray  # (n,) σ₂(W0) of the projected start (the round-off level, ~10⁻¹⁶)
-    transverse_gain: np.ndarray  # (n,) ∫σ_max(M⊥)dt over the restricted flow (all its continuations): the
-    # linear transverse theory amplifies the round-off off 𝓜₁ by at most e^gain
+    transverse_gain: np.ndarray  # (n,) ∫σ_max(M⊥)dt over the restricted flow (all its stretches): what the
+    # linear transverse theory would amplify the round-off off 𝓜₁ by without the projections
     lambda1: float  # σ_max(M1), M1 = lim M⊥/δ (linear extrapolation of M⊥/δ to δ = 0)
     M1: np.ndarray  # (d, d)
 
@@ -233,33 +235,26 @@ def lyapunov_schmidt_limit(
     """For each chain (δ), run the flow restricted to 𝓜₁ (start = rank-one projection of
     ``theta_start``) to its critical point θ_c²(δ) and evaluate M⊥ there (claim B9, R5).
 
-    On 𝓜₁ the transverse gradient vanishes, so the flow stays on it (up to round-off, which the
-    Θ(δ) transverse mode amplifies only by e^{λ₁δ·horizon}); the range equation of the
-    Lyapunov–Schmidt reduction is solved by θ_c²(δ) and the bifurcation equation's linear part is
-    [[0, M⊥], [M⊥ᵀ, 0]] there. M1 = lim M⊥(δ)/δ is extrapolated linearly in δ. A restricted flow
-    whose gradient is still above ``converged`` at its end is continued from there, for twice the
-    horizon, up to ``extend`` times (chains with a slow approach to θ_c²(δ)).
+    On 𝓜₁ the transverse gradient vanishes, so the flow stays on it up to round-off; but the Θ(δ)
+    transverse mode amplifies that round-off by e^{∫σ_max(M⊥)dt}, which on some chains lifted an
+    unprojected flow off 𝓜₁ (σ₂(W0) 2.6–4.3) within the horizon (an atlas finding, issue 21). So the flow
+    is projected back onto 𝓜₁ after every stretch (:func:`restricted_flow`, the stretches of
+    :func:`unstable_modes`), for ``horizon`` and on while ‖∇L‖ > ``converged``, up to ``(1 + 2 extend)``
+    horizons. The range equation of the Lyapunov–Schmidt reduction is solved by θ_c²(δ) and the
+    bifurcation equation's linear part is [[0, M⊥], [M⊥ᵀ, 0]] there. M1 = lim M⊥(δ)/δ is extrapolated
+    linearly in δ. ``off_manifold`` is σ₂(W0) at the end of the last stretch, before its projection: how far
+    one stretch drifts off 𝓜₁ from the critical point (round-off times at most e^``LS_GAIN``).
     """
     deltas = np.asarray(deltas, dtype=float)
     start = project_rank_one(theta_start)
     Ms, gn, off, s2_start, gain = [], [], [], [], []
     for chain in chains:
-        run = population_flow(chain, theta0=start, score_scale=score_scale, t_eval=np.linspace(0.0, horizon, 81))
-        s2_start.append(float(run.quantities["sigma2"][0]))
-        gain.append(float(np.trapezoid(run.quantities["M_perp_smax"], run.t)))
-        states = {n: s[-1:] for n, s in run.result.states().items()}
-        g_end = float(measure.grad_norms(states, run.loss_fn)[0])
-        for _ in range(extend):  # slow approach to θ_c²(δ): continue from the end state, twice as long
-            if g_end <= converged:
-                break
-            end = {n: s[0] for n, s in states.items()}
-            run = population_flow(chain, theta0=end, score_scale=score_scale, t_eval=np.linspace(0.0, 2 * horizon, 81))
-            gain[-1] += float(np.trapezoid(run.quantities["M_perp_smax"], run.t))
-            states = {n: s[-1:] for n, s in run.result.states().items()}
-            g_end = float(measure.grad_norms(states, run.loss_fn)[0])
-        Ms.append(M_perp(run.quantities["A"][-1], run.quantities["P_hat"][-1], chain))
-        gn.append(g_end)
-        off.append(float(run.quantities["sigma2"][-1]))
+        r = restricted_flow(chain, start, horizon, (1 + 2 * extend) * horizon, score_scale, converged)
+        s2_start.append(r.sigma2_start)
+        gain.append(r.gain)
+        Ms.append(M_perp(r.run.quantities["A"][-1], r.run.quantities["P_hat"][-1], chain))
+        gn.append(r.grad_norm)
+        off.append(r.sigma2_end)
     Ms = np.stack(Ms)  # (n, d, d)
     ratio = Ms / deltas[:, None, None]
     if len(deltas) >= 2:  # M⊥/δ = M1 + δ M2 + …: least-squares line per entry, value at δ = 0
@@ -387,17 +382,42 @@ def unstable_modes(
     ``converged``; M⊥ at the end, its top singular value (the linearization's unstable rate) and pair."""
     out = []
     for chain, delta in zip(chains, np.asarray(deltas, dtype=float)):
-        theta, elapsed, g_end, stretch = project_rank_one(theta_start), 0.0, float("inf"), LS_CHUNK[0]
-        while elapsed < horizon or (g_end > converged and elapsed < 2 * horizon):
-            run = population_flow(chain, theta0=theta, score_scale=score_scale, t_eval=np.linspace(0.0, stretch, 5))
-            states = {n: s[-1:] for n, s in run.result.states().items()}
-            g_end = float(measure.grad_norms(states, run.loss_fn)[0])
-            theta, elapsed = project_rank_one({n: s[0] for n, s in states.items()}), elapsed + stretch
-            stretch = float(min(LS_CHUNK[1], LS_GAIN / max(run.quantities["M_perp_smax"].max(), 1e-300)))
-        M = M_perp(run.quantities["A"][-1], run.quantities["P_hat"][-1], chain)
+        r = restricted_flow(chain, project_rank_one(theta_start), horizon, 2 * horizon, score_scale, converged)
+        M = M_perp(r.run.quantities["A"][-1], r.run.quantities["P_hat"][-1], chain)
         U, S, Vt = np.linalg.svd(M)
-        out.append(UnstableMode(float(delta), M, float(S[0]), U[:, 0], Vt[0], g_end))
+        out.append(UnstableMode(float(delta), M, float(S[0]), U[:, 0], Vt[0], r.grad_norm))
     return out
+
+
+@dataclass
+class RestrictedFlow:
+    """The end of a flow restricted to 𝓜₁ (:func:`restricted_flow`)."""
+
+    run: FlowRun  # its last stretch (unprojected)
+    grad_norm: float  # ‖∇L‖ at the end of the last stretch
+    sigma2_start: float  # σ₂(W0) of the projected start (the round-off level)
+    sigma2_end: float  # σ₂(W0) at the end of the last stretch, before its projection
+    gain: float  # ∫σ_max(M⊥)dt over all stretches
+    elapsed: float  # flow time
+
+
+def restricted_flow(chain, start, horizon: float, max_time: float, score_scale: float = 1.0, converged: float = 1e-10):
+    """The population flow restricted to 𝓜₁ from ``start`` (on 𝓜₁): stretches of the full flow, each projected
+    back onto 𝓜₁ (:func:`runs.project_rank_one`) at its end, the first ``LS_CHUNK[0]`` long and each next one
+    ``LS_GAIN / max σ_max(M⊥)`` of the one before (at most ``LS_CHUNK[1]``), so that the round-off off 𝓜₁ grows
+    by at most e^``LS_GAIN`` between projections; for ``horizon``, and on while ‖∇L‖ > ``converged`` up to
+    ``max_time``."""
+    theta, elapsed, g_end, stretch, gain, s2_start = start, 0.0, float("inf"), LS_CHUNK[0], 0.0, None
+    while elapsed < horizon or (g_end > converged and elapsed < max_time):
+        run = population_flow(chain, theta0=theta, score_scale=score_scale, t_eval=np.linspace(0.0, stretch, 5))
+        if s2_start is None:
+            s2_start = float(run.quantities["sigma2"][0])
+        gain += float(np.trapezoid(run.quantities["M_perp_smax"], run.t))
+        states = {n: s[-1:] for n, s in run.result.states().items()}
+        g_end = float(measure.grad_norms(states, run.loss_fn)[0])
+        theta, elapsed = project_rank_one({n: s[0] for n, s in states.items()}), elapsed + stretch
+        stretch = float(min(LS_CHUNK[1], LS_GAIN / max(run.quantities["M_perp_smax"].max(), 1e-300)))
+    return RestrictedFlow(run, g_end, s2_start, float(run.quantities["sigma2"][-1]), gain, elapsed)
 
 
 def mode_amplitude(run: FlowRun, mode: UnstableMode) -> np.ndarray:
