@@ -454,15 +454,17 @@ def criteria_grid(held: Mapping, criteria: Mapping, fast, fast_ratio: float, faf
     in the cell), the seed-mean attention of FAFO at r = ``fast_ratio`` (``fast``) and FAFO − CACO at r = 1."""
     import seaborn as sns  # only the heatmap pages pay for seaborn's import
 
-    fig, axes = plotting.subplots(1, 3, width=3.6, height=3.2)
-    axes = axes[0]
+    # one panel per row, cells wider than tall: the failed-claim letters and signed values of a 6 × 6 grid
+    # ran into each other in three square panels side by side
+    fig, axes = plotting.subplots(3, 1, width=7.0, height=0.45 * len(scales) + 1.4)
+    axes = axes[:, 0]
     failed = np.array(
         [
             ["".join(k for k in criteria if not held[k][i, j]) or "✓" for j in range(len(steps))]
             for i in range(len(scales))
         ]
     )
-    kw = dict(xticklabels=[f"{lr:g}" for lr in steps], yticklabels=[f"{s:g}" for s in scales], cbar=False, square=True)
+    kw = dict(xticklabels=[f"{lr:g}" for lr in steps], yticklabels=[f"{s:g}" for s in scales], cbar=False, square=False)
     count = sum(np.asarray(held[k], dtype=int) for k in criteria)
     sns.heatmap(count, ax=axes[0], annot=failed, fmt="", cmap="RdYlGn", vmin=0, vmax=len(criteria), **kw)
     axes[0].set_title("claims holding (letters: failed)")
