@@ -164,3 +164,20 @@ def test_an_escape_interrupted_by_a_focus_counts_once():
     st = stages.detect(T, synthetic_loss(), focus=focus, rank=rank)
     assert "escape" in st.names() and "focus" in st.names()
     assert max(s.cycle for s in st.stages) == 2, st.table()
+
+
+def test_an_escape_rising_under_the_dilution_is_the_next_transition():
+    """σ₂(W0) starts to rise (t ≈ 1800) while the dilution's own loss drop is still under way (issue 21:
+    data seeds 3 and 4 of the cycle page at n_seeds = 6): the escape is the loss transition the rise
+    triggers (the third step), not the dilution's drop, and the θ_c² rest before it stays a plateau of
+    cycle 1."""
+    lt = np.log(np.maximum(T, 1e-9))
+    focus = 0.375 + 0.05 * sigmoid((T - 1750) / 20) - 0.07 * sigmoid((T - 1850) / 15)
+    rank = 0.004 * np.exp(7.0 * sigmoid((lt - np.log(2600)) / 0.1))  # starts to move at ≈ 2600·e^−0.37 ≈ 1800
+    st = stages.detect(T, synthetic_loss(), focus=focus, rank=rank)
+    assert st.letters().startswith("C P F D P E"), st.table()
+    rest, esc = st.get("plateau", 1, after=st.get("dilution", 1).start), st.first("escape")
+    assert rest.cycle == 1 and esc.cycle == 1 and rest.end == esc.start, st.table()
+    third = step_edges(STEPS[2][0], STEPS[2][2], 0.05)
+    assert esc.start == pytest.approx(third[0], rel=0.03) and esc.end == pytest.approx(third[1], rel=0.03)
+    assert rest.level == pytest.approx(1.6 - 0.10, abs=2e-3)

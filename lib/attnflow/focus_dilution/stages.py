@@ -21,7 +21,10 @@ Three signals, three rules; each threshold is an amplitude, never a time:
    counted where the signal moves: speed |dy/d log t| ≥ ``swing_edge`` × the swing's peak speed.
 3. **Escape.** ``rank`` is σ₂(W0) (or any signal of a new embedding direction). A rise of
    log(rank) by at least log(``min_rank_factor``) is an **escape**, from where log(rank) starts to
-   move (same speed rule) to the end of the loss transition it triggers.
+   move (same speed rule) to the end of the loss transition it triggers. Where the rise starts
+   while an earlier loss transition or attention swing is still under way, its start is hidden by
+   that move: the escape is then the next loss transition the rise triggers (the dilution's own
+   loss drop is not the escape's), and the θ_c² rest before it stays a plateau of the first cycle.
 
 Labels are combined with priority condensation > dilution > focus > escape > plateau: the escape
 lasts until attention moves again (the next cycle's focus), and it starts a new cycle.
@@ -316,8 +319,11 @@ def detect(
         marks.append((a, b, "focus" if sign > 0 else "dilution"))
     escapes = []
     for a, b, _ in r_sw:
-        after = [e for s, e in trans[1:] if e >= a and s <= max(b, a)]  # the loss transition it triggers
-        escapes.append((a, after[0] if after else b))
+        a0, a = a, _after_moves(a, [(s, e) for s, e in trans[1:]] + [(s, e) for s, e, _ in f_sw])
+        after = [(s, e) for s, e in trans[1:] if e > a and s <= max(b, a)]  # the loss transition it triggers
+        if a > a0 and after:  # the rise began under an earlier move: the escape is the transition it triggers
+            a = max(a, after[0][0])
+        escapes.append((a, after[0][1] if after else max(a, b)))
         marks.append((a, escapes[-1][1], "escape"))
     cuts = sorted({t0, cond_end, t1, *[x for a, b, _ in marks for x in (a, b) if cond_end < x < t1]})
     pieces: list[list] = [["condensation", t0, cond_end]] if cond_end > t0 else []
@@ -339,6 +345,18 @@ def detect(
         cycle = 1 + sum(e0 < a - 1e-9 * (t1 - t0) for e0, _ in escapes)
         out.append(Stage(name, float(a), float(b), cycle, level))
     return Stages(out, trans, f_sw, r_sw)
+
+
+def _after_moves(a: float, moves: list[tuple[float, float]]) -> float:
+    """The first time ≥ ``a`` outside every interval of ``moves`` that contains it (where a move under way at
+    ``a`` — a loss transition or an attention swing — ends)."""
+    moved = True
+    while moved:
+        moved = False
+        for s, e in moves:
+            if s <= a < e:
+                a, moved = e, True
+    return a
 
 
 def legend_handles():
