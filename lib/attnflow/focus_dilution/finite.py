@@ -130,6 +130,17 @@ def _level(run, sg) -> float:
     return float(np.median(run.quantities["loss"][inside])) if inside.any() else NAN
 
 
+def _rest_after(detected: stages.Stages, d1: stages.Stage) -> stages.Stage:
+    """The θ_c² rest: the plateau of the same cycle that directly follows the first dilution ``d1``, or
+    :data:`stages.MISSING` where the next stage is another movement (a run whose attention keeps swinging,
+    or escapes, after its first dilution has no θ_c² rest; a plateau after later swings is not θ_c²'s)."""
+    if not np.isfinite(d1.start):
+        return stages.MISSING
+    nxt = [s for s in detected.stages if s.start >= d1.end]
+    ok = nxt and nxt[0].name == "plateau" and nxt[0].cycle == d1.cycle
+    return nxt[0] if ok else stages.MISSING
+
+
 def summarize(
     run,
     population,
@@ -145,7 +156,7 @@ def summarize(
     the run does not reach gives NaN, never an error."""
     detected = detected or stages.detect_run(run)
     p1, f1, d1 = detected.get("plateau", 1), detected.get("focus", 1), detected.get("dilution", 1)
-    c2 = detected.get("plateau", 1, after=d1.start) if np.isfinite(d1.start) else stages.MISSING
+    c2 = _rest_after(detected, d1)
     if t_drift is None:
         t_drift = stages.detect_run(population).get("plateau", 1).end
     i_pop = population.at(t_drift) if np.isfinite(t_drift) else 0

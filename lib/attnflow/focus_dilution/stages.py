@@ -323,6 +323,8 @@ def detect(
         after = [(s, e) for s, e in trans[1:] if e > a and s <= max(b, a)]  # the loss transition it triggers
         if a > a0 and after:  # the rise began under an earlier move: the escape is the transition it triggers
             a = max(a, after[0][0])
+        elif a > a0:  # ... and triggers none within the record: the rise itself, from where it starts
+            a = a0
         escapes.append((a, after[0][1] if after else max(a, b)))
         marks.append((a, escapes[-1][1], "escape"))
     cuts = sorted({t0, cond_end, t1, *[x for a, b, _ in marks for x in (a, b) if cond_end < x < t1]})
