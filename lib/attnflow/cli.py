@@ -1,4 +1,4 @@
-"""Command line: ``attnflow run PAGE [--profile NAME] [-p key=value ...] [--output DIR]``,
+"""Command line: ``attnflow run PAGE [--profile NAME] [-p key=value ...] [--device D] [--output DIR]``,
 ``attnflow pages`` (list pages and their parameters), ``attnflow params PAGE`` (a page's parameters: types,
 ranges, defaults and the profiles' overrides), ``attnflow sweep PAGE (--grid k=v1,v2 | --random N)``
 (many points on Dask, :mod:`attnflow.cli_sweep`).
@@ -32,6 +32,13 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a parameter (Python literal, e.g. -p lr_ratio=3 -p models=\"['FAFO']\")",
+    )
+    r.add_argument(
+        "--device",
+        default=None,
+        metavar="DEVICE",
+        help="auto, cpu or cuda: sets the page's `device` parameter (-p device=...); a page without one "
+        "runs on the CPU only and accepts only cpu or auto",
     )
     r.add_argument(
         "--output",
@@ -141,12 +148,54 @@ def describe_page(page: str, root=None) -> str:
     return "\n".join(lines)
 
 
+def device_parameters(
+    page: str, device: str | None, parameters: dict | None = None, root=None, *, check_cuda: bool = True
+) -> dict:
+    """``parameters`` with the page's ``device`` parameter set to ``device`` (``--device``); ``None``
+    leaves them as they are. The value itself is checked by the page's own schema (the runner's
+    pre-validation), and ``cuda`` where torch sees no CUDA device is refused here, before any kernel
+    starts (the cause named by :func:`attnflow.device.resolve`). A page whose parameters cell sets no
+    ``device`` runs on the CPU only: ``cpu`` and ``auto`` leave it as it is, any other value is a
+    RunError naming the page. ``check_cuda=False`` skips the CUDA check (a dry run planned elsewhere)."""
+    import jupytext
+
+    from attnflow.runner import book_root, resolve_page
+    from attnflow.runner.checks import parameter_names
+
+    out = dict(parameters or {})
+    if device is None:
+        return out
+    root = root or book_root()
+    key, path = resolve_page(page, root)
+    try:
+        names = parameter_names(jupytext.read(path))
+    except (OSError, ValueError) as err:
+        raise RunError(f"cannot read the page {path}: {err}") from None
+    if "device" not in names:
+        if device in ("cpu", "auto"):
+            return out
+        raise RunError(
+            f"page {key!r} has no device parameter: it runs on the CPU only; drop --device {device} or use --device cpu"
+        )
+    if "device" in out and out["device"] != device:
+        raise RunError(f"--device {device} and -p device={out['device']!r} disagree; give one of them")
+    out["device"] = device
+    if device == "cuda" and check_cuda:
+        from attnflow import device as devices
+
+        try:
+            devices.resolve("cuda")
+        except RuntimeError as err:
+            raise RunError(f"page {key!r}: {err}") from None
+    return out
+
+
 def _run(args) -> int:
     try:
         res = run_page(
             args.page,
             profile=args.profile,
-            parameters=parse_assignments(args.param),
+            parameters=device_parameters(args.page, args.device, parse_assignments(args.param)),
             output=args.output,
             timeout=args.timeout,
             quiet=args.quiet,

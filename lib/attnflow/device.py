@@ -19,8 +19,19 @@ def resolve(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device='cuda' was asked for but torch sees no CUDA device; use 'auto' or 'cpu'")
+        raise RuntimeError(f"device='cuda' was asked for but {cuda_missing()}; use 'auto' or 'cpu'")
     return torch.device(device)
+
+
+def cuda_missing() -> str:
+    """Why torch sees no CUDA device, in words: a CPU-only build of torch, or a CUDA build that
+    finds no device (no driver, no GPU, or ``CUDA_VISIBLE_DEVICES`` hides it)."""
+    if not torch.version.cuda:
+        return f"this torch build has no CUDA support (torch {torch.__version__}, a CPU-only build)"
+    return (
+        f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device "
+        "(no GPU or driver here, or CUDA_VISIBLE_DEVICES hides it)"
+    )
 
 
 def describe() -> str:

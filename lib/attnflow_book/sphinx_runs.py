@@ -2,7 +2,9 @@
 
 The rows come from ``data/paper_runs.json``, written by ``scripts/paper_runs.py`` from real runs
 of the runner (page, profile, date, commit, device, CPU count, wall time, claim verdicts). A page
-whose paper profile does not fit the machine is listed with its measured size and the reason.
+whose paper profile does not fit the machine is listed with its measured size and the reason. A page
+has at most one record per kind of device (:func:`backend`): a CUDA run is a row next to the page's CPU
+record, and the summary counts pages, a page counting as run when any of its records ran to the end.
 """
 
 from __future__ import annotations
@@ -65,9 +67,16 @@ class PaperRuns(Directive):
         return [summary, table]
 
 
+def backend(record: dict) -> str:
+    """``"cpu"`` or ``"cuda"``: the kind of device of a record (scripts/paper_runs.py writes a CPU as
+    ``CPU ×N (model)`` and a CUDA device by its name); a page has at most one record of each."""
+    return "cpu" if str(record.get("device", "")).startswith("CPU") else "cuda"
+
+
 def summarize(runs: list[dict]) -> str:
     """One sentence from the records: how many pages ran to the end with no failed claim (and the
-    longest of those), how many failed claims or did not run here, and on which devices."""
+    longest of those runs), how many failed claims or did not run here, and on which devices. A page
+    with a record per kind of device counts once: as run when one of its records ran to the end."""
     done = [
         r
         for r in runs
@@ -78,15 +87,18 @@ def summarize(runs: list[dict]) -> str:
     failed = [
         r for r in runs if (r.get("claims") or {}).get("failed") or str(r.get("status", "")).startswith("page failed")
     ]
-    not_run = [r for r in runs if r.get("seconds") is None and r not in failed]
+    pages = list(dict.fromkeys(r["page"] for r in runs))
+    done_pages = {r["page"] for r in done}
+    failed_pages = list(dict.fromkeys(r["page"] for r in failed))
+    not_run = [p for p in pages if p not in done_pages and p not in failed_pages]
     longest = max(done, key=lambda r: r["seconds"]) if done else None
     devices = sorted({r.get("device", "") for r in done})
     parts = [
-        f"{len(done)} of {len(runs)} pages ran their paper profile to the end with no failed claim"
+        f"{len(done_pages)} of {len(pages)} pages ran their paper profile to the end with no failed claim"
         + (f" (the longest, {longest['page']}, in {longest['seconds'] / 60:.1f} min)" if longest else "")
     ]
-    if failed:
-        parts.append(f"{len(failed)} with failed claims ({', '.join(r['page'] for r in failed)})")
+    if failed_pages:
+        parts.append(f"{len(failed_pages)} with failed claims ({', '.join(failed_pages)})")
     if not_run:
         parts.append(f"{len(not_run)} were not run to the end here (size and reason in the note column)")
     return "; ".join(parts) + (f". Devices: {', '.join(devices)}." if devices else ".")
