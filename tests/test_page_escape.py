@@ -317,6 +317,25 @@ def test_sweep_fit_domains_and_table():
     assert escape.run_at(rows, 0.3) is None
 
 
+def test_a_delta_that_never_escapes_fails_the_escape_time_law():
+    """B9's Θ(1/δ): a δ of the sweep with no escape in its run is no bounded (t_esc − t_settle)·δ — the ratio is
+    inf (fails), not the ratio of the δ that did escape (issue 21: dropped, it let the law pass)."""
+    rows = [
+        escape.SweepRow(
+            delta=d_,
+            run=None,
+            stats=_stats(t_escape=1000.0 + 100.0 / d_ if d_ > 0.05 else float("nan")),
+            bigram=1.0,
+            mode=_fit(d_, 0.03 * d_),
+            sigma2_at_settle=0.004,
+        )
+        for d_ in (0.05, 0.1, 0.2)
+    ]
+    fit = escape.sweep_fit(rows, 1000.0, [r.mode.domain() for r in rows])
+    assert fit.esc_min == pytest.approx(100.0) and fit.esc_max == float("inf") and fit.esc_ratio == float("inf")
+    assert not claims.below(1.5)(fit.esc_ratio)
+
+
 def test_unstable_modes_find_the_critical_point_on_the_manifold():
     """B16's prediction: the restricted flow, projected back onto 𝓜₁ between stretches, converges to θ_c²(δ)
     (‖∇L‖ → 0) and gives M⊥ there with its top singular pair."""

@@ -790,14 +790,14 @@ class SweepFit:
     lambda2: float
     n_fit: int  # δ in the fit
     b16_dev: float  # max |mode rate / σ_max(M⊥(θ_c²(δ))) − 1| over them
-    esc_min: float  # min (t_esc − t_settle)·δ
-    esc_max: float
+    esc_min: float  # min (t_esc − t_settle)·δ over the δ that escaped
+    esc_max: float  # max over the sweep: inf when a δ of the sweep did not escape within its run
     sens_max: float  # max window sensitivity of a σ₂ rate (an edge moved by one stored time)
 
     @property
     def esc_ratio(self) -> float:
-        """max/min of (t_esc − t_settle)·δ (Θ(1/δ): bounded)."""
-        return self.esc_max / self.esc_min
+        """max/min of (t_esc − t_settle)·δ (Θ(1/δ): bounded); inf when a δ of the sweep did not escape."""
+        return self.esc_max / self.esc_min if np.isfinite(self.esc_max) else float("inf")
 
 
 def sweep_fit(sweep: list[SweepRow], t_settle: float, domains: list[claims.Domain]) -> SweepFit:
@@ -818,7 +818,7 @@ def sweep_fit(sweep: list[SweepRow], t_settle: float, domains: list[claims.Domai
         n_fit=int(ok.sum()),
         b16_dev=float(np.abs(rates[ok] / pred[ok] - 1).max()) if ok.any() else NAN,
         esc_min=float(esc[fin].min()) if fin.any() else NAN,
-        esc_max=float(esc[fin].max()) if fin.any() else NAN,
+        esc_max=float(esc.max()) if fin.all() else float("inf"),  # a δ that never escaped is no Θ(1/δ) time
         sens_max=float(max(sens)) if sens else NAN,
     )
 
