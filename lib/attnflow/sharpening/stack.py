@@ -173,7 +173,8 @@ class ModelStack:
         C_vb of each token v, and every position holding v gets attention e^{s_v}/Z_b with
         Z_b = Σ_v C_vb e^{s_v}. With the query token q shared by all rows, s_v = σ_s S[q, v] and
         the forward is one batched matmul, [e^s ⊙ O | e^s]ᵀ @ C: z_b = (Σ_v C_vb e^{s_v} O_v)/Z_b.
-        Exact; falls back to the per-position path if some Z_b underflows.
+        Exact; a model with some Z_b underflowing takes the per-position path, that model alone
+        (issue 23: the other models keep this path's result, bit for bit).
         """
         W_qk, W_ov = self.effective(params)  # (P, d, d), (P, K, d)
         if models is not None:
@@ -184,12 +185,20 @@ class ModelStack:
         M_T = torch.cat([weight[:, None, :] * O_T, weight[:, None, :]], dim=1)  # (P, K + 1, V)
         R = M_T @ bags.counts  # (P, K + 1, B)
         Z = R[:, -1]  # (P, B) partition function
-        if bool((Z <= torch.finfo(Z.dtype).tiny).any()):
-            out = self.forward(params, bags.tokens, models=models)
-            return out.logits.transpose(1, 2), metrics.relevant_attention(out.attn, bags.relevant_mask)
+        under = (Z <= torch.finfo(Z.dtype).tiny).any(-1)  # (P,) models with an underflowing Z_b
+        fallback = bool(under.any())
+        if fallback:  # their rows are replaced below; Z = 1 there keeps this path's backward finite
+            Z = torch.where(under[:, None], torch.ones_like(Z), Z)
         with torch.no_grad():
             relevant = (weight[:, None, :] @ bags.relevant_counts).squeeze(1) / Z  # (P, B)
-        return R[:, :-1] / Z[:, None], relevant
+        logits = R[:, :-1] / Z[:, None]  # (P, K, B)
+        if not fallback:
+            return logits, relevant
+        slow = under.nonzero().squeeze(1)  # (P_u,) rows of this call on the per-position path
+        out = self.forward(params, bags.tokens[slow], models=slow if models is None else models[slow])
+        with torch.no_grad():
+            relevant = relevant.index_put((slow,), metrics.relevant_attention(out.attn, bags.relevant_mask[slow]))
+        return logits.index_put((slow,), out.logits.transpose(1, 2)), relevant
 
     def model(self, i: int, params: Mapping[str, torch.Tensor] | None = None) -> SelfAttention:
         """Model i as the theory chapter's ``SelfAttention`` (its parameters loaded)."""
