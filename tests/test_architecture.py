@@ -525,3 +525,18 @@ if __name__ == "__main__":
                 + "".join(f"\n  DEF {d}" for d in defs)
             )
     sys.exit(0)
+
+
+@pytest.mark.parametrize("key", sorted(PAGES))
+def test_the_parameters_cell_is_followed_by_its_validation(key):
+    """The cell after the parameters is the one that validates them (DESIGN principle 5): the runner's
+    pre-flight check and `paper_runs.py --dry-run` read the page's schema from it. An empty cell in between
+    (where_it_breaks had one) hid the schema from both."""
+    cells = [c for c in jupytext.read(PAGES[key]).cells if c.cell_type == "code"]
+    empty = [i for i, c in enumerate(cells) if not c.source.strip()]
+    assert not empty, f"book/{key}.py has empty code cells (numbers {empty} among its code cells)"
+    i = next((i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])), None)
+    if i is not None:
+        assert "params.validate(" in cells[i + 1].source, (
+            f"book/{key}.py: the cell after the parameters does not validate"
+        )

@@ -46,8 +46,6 @@ attend_self = False   # the query attends to its own position
 device = "auto"       # auto, cpu or cuda
 
 # %% tags=["hide-input"]
-
-# %% tags=["hide-input"]
 from attnflow import claims, params
 from attnflow.sharpening.contracts import WHERE_IT_BREAKS
 cfg = params.validate(globals(), WHERE_IT_BREAKS)
