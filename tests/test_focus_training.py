@@ -171,6 +171,8 @@ def test_train_run_records(chain):
     assert run.train_loss[0] == pytest.approx(np.log(chain.d), rel=1e-5)  # uniform prediction at θ ≈ 0
     assert np.all((run.data_hub_attention > 0) & (run.data_hub_attention < 1))
     assert run.settings["dtype"] == "float32" and run.label == "tiny"
+    # the rows it trained on travel with it (robustness forecasts on them instead of sampling them again)
+    assert run.examples is ex
 
 
 def test_low_hub_attention_reads_the_low_queries():

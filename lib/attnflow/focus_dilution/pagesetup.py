@@ -106,9 +106,9 @@ def page_flow_until(cfg, chain: MarkovChain, flow: runs.FlowRun, t_end: float) -
 
 def sampled_forecasts(cfg, chain: MarkovChain, runs: list, detected: list) -> list:
     """R5's forecast (``transverse.forecast``) of each sampled run (:func:`trained_runs` on ``chain``) from the end
-    of its first detected dilution, on the rows that run trained on (regenerated from its data seed): a list with
-    None where no first dilution was detected — and None for every run when fewer than ``stats.MIN_SEEDS`` reach
-    one (a share over them cannot be decided, so nothing is forecast)."""
+    of its first detected dilution, on the rows that run trained on (its ``examples``, not sampled again): a list
+    with None where no first dilution was detected — and None for every run when fewer than ``stats.MIN_SEEDS``
+    reach one (a share over them cannot be decided, so nothing is forecast)."""
     import numpy as np
 
     from attnflow import stats
@@ -117,10 +117,7 @@ def sampled_forecasts(cfg, chain: MarkovChain, runs: list, detected: list) -> li
     starts = [d.get("dilution", 1).end for d in detected]
     if np.isfinite(starts).sum() < stats.MIN_SEEDS:
         return [None] * len(runs)
-    rows = [
-        MarkovContexts(chain, cfg.n_samples, cfg.seq_len, seed=s).examples() if np.isfinite(t) else None
-        for s, t in zip(data_seeds(cfg), starts)
-    ]
+    rows = [r.examples if np.isfinite(t) else None for r, t in zip(runs, starts)]
     return transverse.forecast(
         runs, starts, rows, lr=cfg.lr, record_every=cfg.record_every, score_scale=cfg.score_scale, device=cfg.device
     )

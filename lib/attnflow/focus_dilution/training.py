@@ -21,6 +21,7 @@ import torch
 
 from attnflow import device as devices
 from attnflow import sweep
+from attnflow.focus_dilution import fused as fused_loss
 from attnflow.focus_dilution import measure
 from attnflow.focus_dilution.chain import MarkovChain
 from attnflow.focus_dilution.model import PARAM_NAMES, PopulationLoss, init_params, param_shapes
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 OPTIMIZERS = ("gd", "adam")
+FUSED = True  # train_runs' default: the fused loss and gradient (``fused``); False: autograd of run_losses
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -119,7 +121,7 @@ class TrainRun(measure.Trajectory):
     (``quantities["loss"]`` is the population loss); ``train_loss`` is the loss on the training rows;
     ``data_hub_attention`` / ``data_low_hub_attention`` the attention mass on hub positions in the
     training contexts (all queries / non-hub queries). ``meta`` (also read as ``settings``) holds
-    the training settings; :meth:`parameters` gives θ over time as for a flow."""
+    the training settings; :meth:`parameters` gives θ over time as for a flow; ``examples`` the training rows."""
 
     step: np.ndarray = None  # (T,)
     train_loss: np.ndarray = None  # (T,)
@@ -128,6 +130,7 @@ class TrainRun(measure.Trajectory):
     states: dict = field(default_factory=dict)  # name -> (T, *shape) float64
     chain: MarkovChain | None = None
     label: str = ""
+    examples: Examples | None = None  # the rows it trained on (kept, not sampled again: issue 23)
 
     @property
     def settings(self) -> dict:
@@ -162,6 +165,7 @@ def train_runs(
     dtype: str = "float32",
     theta0=None,
     desc: str = "train",
+    fused: bool | None = None,
 ) -> list[TrainRun]:
     """Train every run of ``specs`` from the same small initialization (``model.init_params``:
     N(0, ε²) entries, the spec's seed-1 draw) with full-batch GD or Adam; one TrainRun per spec.
@@ -169,7 +173,10 @@ def train_runs(
     theta0: one θ dict for every run, or a list with one per run (e.g. an ε or width sweep). A
         run of width m < d_model is zero-padded to d_model: the padded coordinates have zero
         gradient (every path to them passes through a zero block), so it trains exactly as the
-        width-m model, and its states are returned at width m."""
+        width-m model, and its states are returned at width m.
+    fused: the loss and its gradient from ``attnflow.focus_dilution.fused`` (one pass, no autograd graph;
+        equal to autograd of :func:`run_losses` to round-off, tests/test_fused_markov.py) or, False, autograd
+        of :func:`forward` (the reference); None: the module's ``FUSED``."""
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer = {optimizer!r}; allowed: one of {OPTIMIZERS}")
     if dtype not in DTYPES:
@@ -202,9 +209,14 @@ def train_runs(
     tiny = torch.finfo(torch_dtype).tiny
     latest: dict[str, torch.Tensor] = {}
 
+    rows = fused_loss.rows(batch) if (FUSED if fused is None else fused) else None
+
     def objective(params, _sample, models):  # full batch: one forward per step
-        A, log_P = forward(params, batch, score_scale)
-        per_run = -(batch["weights"] * log_P).sum((1, 2))  # (R,)
+        if rows is not None:
+            per_run, A = fused_loss.run_losses(params, rows, score_scale)  # (R,), (R, d, B)
+        else:
+            A, log_P = forward(params, batch, score_scale)
+            per_run = -(batch["weights"] * log_P).sum((1, 2))  # (R,)
         latest["A"] = A.detach()
         return per_run[models], {}
 
@@ -261,6 +273,7 @@ def train_runs(
                 states=states,
                 chain=spec.chain,
                 label=spec.label,
+                examples=spec.examples,
                 meta=dict(
                     optimizer=optimizer,
                     lr=lr,
