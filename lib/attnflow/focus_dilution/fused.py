@@ -1,0 +1,154 @@
+"""Fused loss and gradient of the counts-form training loss (issue 23): no autograd graph.
+
+``training.run_losses`` differentiated by autograd runs its forward and then a backward of about as
+many (R, d, B) operations, with the max shifts, the written-out log-softmax and their adjoints. The
+loss is a function of two (d, d) matrices per run — the scores S = c W0 WQ WKᵀ W0ᵀ and the value-logit
+map V = W0 W1 — and its gradient is two (d, d) accumulations over the rows, so the rows are swept
+once forward and once backward with the adjoints written out (per row b, query q, counts n, target
+weights w, w̄ = Σ_j w_j):
+
+    A_k = n_k E[q, k] / Σ_l n_l E[q, l],  E[i, k] = exp(S[i, k] − max_l S[i, l])   (= softmax_k(S[q, k] + log n_k))
+    Z = Vᵀ A,  P̂ = softmax(Z),  ℓ_b = w̄ logsumexp(Z) − Σ_j w_j Z_j  (= −Σ_j w_j log P̂_j)
+    ∂ℓ/∂Z = w̄ P̂ − w,  ∂ℓ/∂A = V ∂ℓ/∂Z,  ∂ℓ/∂x = A ⊙ (∂ℓ/∂A − ⟨A, ∂ℓ/∂A⟩)
+    G_V = Σ_b A (∂ℓ/∂Z)ᵀ,  G_S = Σ_b e_q (∂ℓ/∂x)ᵀ
+
+and, with Q = W0 WQ and K = W0 WK: ∂L/∂WQ = c W0ᵀ G_S K, ∂L/∂WK = c W0ᵀ G_Sᵀ Q, ∂L/∂W1 = W0ᵀ G_V,
+∂L/∂W0 = c (G_S K WQᵀ + G_Sᵀ Q WKᵀ) + G_V W1ᵀ. Two exponentials of (R, d, B) per step become one (the
+attention's are d² per run), and no max shift of the logits is needed while |V| < 60 (Z is a convex
+combination of V's rows, so e^Z cannot overflow); past that, or where a score row spreads over more
+than 60 (E could underflow), the shifted forms are used.
+
+Written in torch ops (batched matmuls and elementwise, in place where it can): a compiled row loop
+(numba, scalar per row, float64) was measured 2–3× *slower* than autograd on the 2-core CPU, whose
+vectorised float32 exp is ~1 ns an entry against ~6 ns for a scalar one (benchmarks/bench_markov_step.py).
+Everything runs in the data's dtype, as autograd does; the float32 results differ from autograd's by
+float32 round-off, of the same size as autograd's own error against float64 (tests/test_fused_markov.py).
+
+:class:`MarkovLoss` is the ``torch.autograd.Function``: forward computes the per-run losses and keeps the
+gradients, backward returns them scaled by the losses' incoming gradient, so ``sweep.train`` (which calls
+``torch.autograd.grad`` on the summed loss) trains through it unchanged, GD and Adam alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attnflow.focus_dilution.model import PARAM_NAMES
+
+__all__ = ["Rows", "rows", "loss_and_grad", "MarkovLoss", "run_losses", "SAFE_EXP"]
+
+SAFE_EXP = 60.0  # |V| and score spreads below this need no max shift (e^60 ≈ 1e26, e^−60 ≈ 1e−26: float32-normal)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A stacked batch (``training.stack``) prepared once per training run: ``query`` the one-hot (R, d, B)
+    (padding columns, all zero with zero weights, set to token 0: their attention is n/Σn either way and
+    they carry no gradient), ``no_query`` (R, 1, B) 1 on the other all-zero columns (score row 0) or None,
+    ``counts`` n = exp(log counts) (R, d, B), ``log_counts``, ``weights`` (R, d, B) and w̄ (R, 1, B)."""
+
+    query: torch.Tensor
+    no_query: torch.Tensor | None
+    counts: torch.Tensor
+    log_counts: torch.Tensor
+    weights: torch.Tensor
+    weight_sum: torch.Tensor
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(R, d, B)."""
+        return tuple(self.weights.shape)
+
+
+def rows(batch: dict[str, torch.Tensor]) -> Rows:
+    """The fused path's form of a stacked batch (``training.stack``: query one-hot, log counts, weights, each
+    (R, d, B)); the query columns must be one-hot or all zero."""
+    query, log_counts, weights = (batch[k].detach() for k in ("query", "log_counts", "weights"))
+    col = query.sum(1, keepdim=True)  # (R, 1, B)
+    if not bool((((query == 0) | (query == 1)).all()) and ((col == 0) | (col == 1)).all()):
+        raise ValueError("batch['query'] must hold one-hot (or all-zero) columns")
+    weight_sum = weights.sum(1, keepdim=True)
+    padding = (col == 0) & (weight_sum == 0)  # (R, 1, B)
+    if bool(padding.any()):
+        query = query.clone()
+        query[:, :1] += padding.to(query.dtype)  # token 0's score row: A = n/Σn for n one-hot, as with row 0
+    other = (col == 0) & ~padding
+    no_query = other.to(query.dtype) if bool(other.any()) else None
+    return Rows(query, no_query, torch.exp(log_counts), log_counts, weights, weight_sum)
+
+
+@torch.no_grad()
+def loss_and_grad(
+    theta: dict[str, torch.Tensor], data: Rows, score_scale: float = 1.0
+) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    """Per-run losses (R,) = ``training.run_losses``, their gradients name → (R, …) (run r's loss w.r.t. run
+    r's θ) and the attention A (R, d, B), without autograd. θ as in ``training.forward``: W0 (R, d, m), WQ,
+    WK (R, m, m), W1 (R, m, d)."""
+    W0, WQ, WK, W1 = (theta[n].detach() for n in PARAM_NAMES)
+    if W0.dim() != 3 or tuple(W0.shape[:2]) != data.shape[:2]:
+        raise ValueError(f"θ['W0'] has shape {tuple(W0.shape)}; the rows need (R, d, m) with (R, d) = {data.shape[:2]}")
+    c = float(score_scale)
+    Q, K = W0 @ WQ, W0 @ WK  # (R, d, m)
+    S = c * Q @ K.transpose(-1, -2)  # (R, d, d): S[r, i, k]
+    V = W0 @ W1  # (R, d, d)
+    if float((S.amax(-1) - S.amin(-1)).max()) < SAFE_EXP:  # e^{S − max} stays float-normal
+        E = torch.exp(S - S.amax(-1, keepdim=True)).transpose(-1, -2)  # (R, d_key, d_query)
+        A = E @ data.query  # (R, d, B): E[q_b, k]
+        if data.no_query is not None:
+            A.add_(data.no_query)  # score row 0: E = 1
+        A.mul_(data.counts)
+    else:  # the log-domain softmax of S[q, k] + log n_k, as training.forward
+        x = S.transpose(-1, -2) @ data.query + data.log_counts
+        A = torch.exp(x - x.amax(1, keepdim=True))
+    A.div_(A.sum(1, keepdim=True))
+    Z = V.transpose(-1, -2) @ A  # (R, d_out, B) logits
+    if float(V.abs().max()) < SAFE_EXP:
+        shift = None
+        P = torch.exp(Z)
+    else:
+        shift = Z.amax(1, keepdim=True)
+        P = torch.exp(Z - shift)
+    norm = P.sum(1, keepdim=True)  # (R, 1, B)
+    lse = torch.log(norm) if shift is None else torch.log(norm).add_(shift)
+    w, w_sum = data.weights, data.weight_sum
+    loss = (w_sum * lse).sum((1, 2)) - (w * Z).sum((1, 2))  # (R,)
+    gZ = P.mul_(w_sum / norm).sub_(w)  # ∂ℓ/∂Z = w̄ P̂ − w (in P's storage)
+    gV = A @ gZ.transpose(-1, -2)  # (R, d, d)
+    gA = V @ gZ  # ∂ℓ/∂A (R, d, B)
+    gx = gA.sub_((A * gA).sum(1, keepdim=True)).mul_(A)  # ∂ℓ/∂x = A ⊙ (∂ℓ/∂A − ⟨A, ∂ℓ/∂A⟩)
+    gS = data.query @ gx.transpose(-1, -2)  # (R, d, d): row q gets its rows' ∂ℓ/∂x
+    gQ, gK = c * gS @ K, c * gS.transpose(-1, -2) @ Q  # ∂L/∂Q, ∂L/∂K (R, d, m)
+    W0t = W0.transpose(-1, -2)
+    grads = {
+        "W0": gQ @ WQ.transpose(-1, -2) + gK @ WK.transpose(-1, -2) + gV @ W1.transpose(-1, -2),
+        "WQ": W0t @ gQ,
+        "WK": W0t @ gK,
+        "W1": W0t @ gV,
+    }
+    return loss, grads, A
+
+
+class MarkovLoss(torch.autograd.Function):
+    """``MarkovLoss.apply(W0, WQ, WK, W1, data, score_scale)`` → (per-run losses (R,), attention (R, d, B)):
+    forward runs :func:`loss_and_grad` and keeps the gradients, backward returns them scaled by the losses'
+    incoming gradient (the attention is returned as a non-differentiable output)."""
+
+    @staticmethod
+    def forward(ctx, W0, WQ, WK, W1, data, score_scale):
+        loss, grads, A = loss_and_grad(dict(zip(PARAM_NAMES, (W0, WQ, WK, W1))), data, score_scale)
+        ctx.grads = [grads[n] for n in PARAM_NAMES]
+        ctx.mark_non_differentiable(A)
+        return loss, A
+
+    @staticmethod
+    def backward(ctx, grad_loss, _grad_attention):
+        scale = grad_loss.reshape(-1, 1, 1)
+        return (*(scale * g for g in ctx.grads), None, None)
+
+
+def run_losses(theta: dict[str, torch.Tensor], data: Rows, score_scale: float = 1.0):
+    """``training.run_losses`` on the fused path: (per-run losses (R,), differentiable w.r.t. θ; the
+    attention (R, d, B), as ``training.forward``'s first output, not differentiable)."""
+    return MarkovLoss.apply(*(theta[n] for n in PARAM_NAMES), data, score_scale)
