@@ -80,6 +80,18 @@ def test_float64_equals_autograd(sets, scale, c):
     assert torch.allclose(A, A_ref, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("chunk_rows", [1, 500])  # groups of one run, of two runs (B = 300)
+def test_run_groups_equal_one_pass(sets, monkeypatch, chunk_rows):
+    batch = training.stack(sets, torch.float64)
+    R, d, _ = batch["weights"].shape
+    theta = {n: v.requires_grad_(True) for n, v in _theta(R, d, 4, 0.5, torch.float64).items()}
+    whole = fused.loss_and_grad(theta, fused.rows(batch))
+    monkeypatch.setattr(fused, "CHUNK_ROWS", chunk_rows)
+    grouped = fused.loss_and_grad(theta, fused.rows(batch))
+    assert torch.equal(grouped[0], whole[0]) and torch.equal(grouped[2], whole[2])
+    assert all(torch.equal(grouped[1][n], whole[1][n]) for n in PARAM_NAMES)
+
+
 def test_large_theta_takes_the_shifted_forms(sets):
     batch = training.stack(sets, torch.float64)
     R, d, _ = batch["weights"].shape

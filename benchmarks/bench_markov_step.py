@@ -1,0 +1,126 @@
+"""One GD step of the focus–dilution training at cycle's paper size: the fused loss and gradient
+(``attnflow.focus_dilution.fused``) against autograd of ``training.run_losses`` (the path before issue 23) and a
+plain loop with torch.optim.SGD on the same stacked θ.
+
+    .venv/bin/python benchmarks/bench_markov_step.py [--runs 10] [--samples 65536] [--seq-len 512] [--reps 8]
+
+The batch is built as the page builds it (``MarkovContexts`` per data seed, ``training.stack``, float32, one
+thread): cycle's paper profile has R = 10 runs of N = 65 536 sequences of length s = 16 384, ~65 000 distinct
+rows each. The default ``--seq-len 512`` gives the same row count (98.5 % of the sequences distinct) at 1/32
+of the sampling time; the step's cost depends on the rows only. The three paths are timed interleaved
+(min and median of ``--reps``, noisy on a shared machine) and, through ``sweep.train`` itself, over
+``--train-steps`` steps of each less a run of 0 steps (the step the page pays, update and records
+included). The estimate of cycle's paper time is steps × step + the chain walk (its time at ``--seq-len``,
+scaled to s = 16 384).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from attnflow.focus_dilution import fused, training
+from attnflow.focus_dilution.chain import hub_family
+from attnflow.focus_dilution.model import PARAM_NAMES, init_params
+from attnflow.focus_dilution.samples import MarkovContexts
+
+PAPER = dict(n_samples=65536, seq_len=16384, n_seeds=10, steps=16000, lr=0.5, record_every=20, d_model=8)
+
+
+def _timed(fns: dict, reps: int) -> dict:
+    for f in fns.values():
+        f()
+    out = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            out[k].append(time.perf_counter() - t)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=PAPER["n_seeds"])
+    ap.add_argument("--samples", type=int, default=PAPER["n_samples"])
+    ap.add_argument("--seq-len", type=int, default=512)
+    ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--train-steps", type=int, default=40)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    chain = hub_family(n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4, delta=0.1)  # cycle's chain
+    t0 = time.perf_counter()
+    sets = [MarkovContexts(chain, a.samples, a.seq_len, seed=s).examples() for s in range(a.runs)]
+    walk = (time.perf_counter() - t0) / a.runs
+    batch = training.stack(sets, torch.float32)
+    R, d, B = batch["weights"].shape
+    print(f"R = {R} runs, d = {d}, B = {B} rows; chain walk {walk:.2f} s per data seed at s = {a.seq_len}")
+    th0 = init_params(d, PAPER["d_model"], 0.03, 1)
+    theta = {n: th0[n].float().expand(R, *th0[n].shape).clone().requires_grad_(True) for n in PARAM_NAMES}
+    params = list(theta.values())
+    rows = fused.rows(batch)
+    opt = torch.optim.SGD(params, lr=PAPER["lr"])
+
+    def autograd_step():
+        grads = torch.autograd.grad(training.run_losses(theta, batch).sum(), params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(0.0 * g)  # the update's memory traffic, θ unchanged
+
+    def fused_step():
+        grads = torch.autograd.grad(fused.run_losses(theta, rows)[0].sum(), params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(0.0 * g)
+
+    def torch_optim_step():
+        opt.zero_grad()
+        training.run_losses(theta, batch).sum().backward()
+        opt.param_groups[0]["lr"] = 0.0  # θ unchanged: every path times the same point
+        opt.step()
+
+    def forward_only():
+        with torch.no_grad():
+            training.run_losses(theta, batch)
+
+    times = _timed(
+        {"autograd": autograd_step, "fused": fused_step, "torch.optim": torch_optim_step, "forward": forward_only},
+        a.reps,
+    )
+    for k, v in times.items():
+        print(f"{k:12s} step min {1e3 * min(v):7.1f} ms  median {1e3 * np.median(v):7.1f} ms")
+    for k in ("autograd", "torch.optim"):
+        print(
+            f"fused vs {k}: {min(times[k]) / min(times['fused']):.2f}× (min), "
+            f"{np.median(times[k]) / np.median(times['fused']):.2f}× (median)"
+        )
+
+    specs = [training.RunSpec(chain, e, f"seed {s}") for s, e in enumerate(sets)]
+    kw = dict(lr=PAPER["lr"], record_every=PAPER["record_every"], init_scale=0.03, device="cpu", desc="bench")
+    per_step = {}
+    for flag in (False, True, False, True):
+        took = []
+        for steps in (0, a.train_steps):  # the difference leaves out the set-up (stack, rows) and the end
+            t = time.perf_counter()
+            training.train_runs(specs, steps=steps, fused=flag, **kw)
+            took.append(time.perf_counter() - t)
+        per_step.setdefault(flag, []).append((took[1] - took[0]) / a.train_steps)
+    old, new = min(per_step[False]), min(per_step[True])
+    print(
+        f"sweep.train step (update and records included): autograd {1e3 * old:.1f} ms, fused {1e3 * new:.1f} ms, "
+        f"{old / new:.2f}×"
+    )
+    walk_paper = walk * PAPER["seq_len"] / a.seq_len * PAPER["n_samples"] / a.samples * PAPER["n_seeds"]
+    for name, step in (("autograd", old), ("fused", new)):
+        total = PAPER["steps"] * step + walk_paper
+        print(
+            f"cycle paper estimate, {name}: {PAPER['steps']} steps × {1e3 * step:.1f} ms "
+            f"+ walk {walk_paper / 60:.1f} min = {total / 60:.1f} min (flow and figures not included)"
+        )
+
+
+if __name__ == "__main__":
+    main()
