@@ -128,11 +128,14 @@ def test_a_query_free_row_with_weight_scores_zero():
     counts = torch.randint(0, 4, (R, d, B), generator=gen).double()
     counts[:, 1] += 1  # every row has a key
     weights = torch.rand(R, d, B, generator=gen, dtype=torch.float64)
+    query[1, :, 4], weights[1, :, 4] = 0, 0  # weight 0 but several keys: not a padding row either
+    counts[1, :, 4] = torch.tensor([1.0, 2.0, 0.0, 3.0])
     batch = {"query": query, "log_counts": torch.log(counts), "weights": weights}
-    assert fused.rows(batch).no_query is not None
+    assert fused.rows(batch).no_query.sum() == 2
     theta = _theta(R, d, 3, 0.7, torch.float64, seed=4)
     loss_a, grad_a = _autograd(theta, batch, 1.0)
-    loss_f, grad_f, _ = _fused(theta, batch, 1.0)
+    loss_f, grad_f, A = _fused(theta, batch, 1.0)
+    assert torch.allclose(A, training.forward(theta, batch)[0], rtol=1e-12, atol=1e-15)
     assert torch.allclose(loss_f, loss_a, rtol=1e-12, atol=0)
     for n in PARAM_NAMES:
         assert _rel(grad_f[n], grad_a[n]) < 1e-12, n

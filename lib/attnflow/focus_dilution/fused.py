@@ -20,9 +20,10 @@ than 60 (E could underflow), the shifted forms are used.
 
 Written in torch ops (batched matmuls and elementwise, in place where it can), swept over groups of runs of
 about ``CHUNK_ROWS`` rows so that each group's (R_g, d, B) intermediates stay in cache (at cycle's paper size
-one run per group: ~1.3× faster than one pass over all runs, whose every op is memory-bound). A compiled row loop
-(numba, scalar per row, float64) was measured 2–3× *slower* than autograd on the 2-core CPU, whose
-vectorised float32 exp is ~1 ns an entry against ~6 ns for a scalar one (benchmarks/bench_markov_step.py).
+one run per group: ~1.3× faster than one pass over all runs, whose every op is memory-bound). A compiled row
+loop (numba, scalar per row, float64; tried in issue 23, not kept) measured 1.4–2.4× *slower* than autograd
+on the 2-core CPU: torch's vectorised float32 exp costs ~1 ns an entry, a scalar one ~6 ns, and the row's
+d-vector chains run at scalar latency. Measured with benchmarks/bench_markov_step.py: ~2.3× per step.
 Everything runs in the data's dtype, as autograd does; the float32 results differ from autograd's by
 float32 round-off, of the same size as autograd's own error against float64 (tests/test_fused_markov.py).
 
@@ -48,8 +49,9 @@ SAFE_EXP = 60.0  # |V| and score spreads below this need no max shift (e^60 ≈ 
 @dataclass(frozen=True)
 class Rows:
     """A stacked batch (``training.stack``) prepared once per training run: ``query`` the one-hot (R, d, B)
-    (padding columns, all zero with zero weights, set to token 0: their attention is n/Σn either way and
-    they carry no gradient), ``no_query`` (R, 1, B) 1 on the other all-zero columns (score row 0) or None,
+    (padding columns — all zero, weight 0, one key — set to token 0: their attention is that key's one-hot
+    with any scores, and they carry no gradient), ``no_query`` (R, 1, B) 1 on the other all-zero columns (score
+    row 0) or None,
     ``counts`` n = exp(log counts) (R, d, B), ``log_counts``, ``weights`` (R, d, B) and w̄ (R, 1, B)."""
 
     query: torch.Tensor
@@ -80,10 +82,11 @@ def rows(batch: dict[str, torch.Tensor]) -> Rows:
     if not bool((((query == 0) | (query == 1)).all()) and ((col == 0) | (col == 1)).all()):
         raise ValueError("batch['query'] must hold one-hot (or all-zero) columns")
     weight_sum = weights.sum(1, keepdim=True)
-    padding = (col == 0) & (weight_sum == 0)  # (R, 1, B)
+    one_key = (log_counts > -torch.inf).sum(1, keepdim=True) == 1  # (R, 1, B): A = that key's one-hot, any scores
+    padding = (col == 0) & (weight_sum == 0) & one_key  # stack's padding rows: counts [1, 0, …], weight 0
     if bool(padding.any()):
         query = query.clone()
-        query[:, :1] += padding.to(query.dtype)  # token 0's score row: A = n/Σn for n one-hot, as with row 0
+        query[:, :1] += padding.to(query.dtype)  # token 0's score row: the same A, and no gradient (weight 0)
     other = (col == 0) & ~padding
     no_query = other.to(query.dtype) if bool(other.any()) else None
     return Rows(query, no_query, torch.exp(log_counts), log_counts, weights, weight_sum)
