@@ -10,8 +10,8 @@ rows each. The default ``--seq-len 512`` gives the same row count (98.5 % of the
 of the sampling time; the step's cost depends on the rows only. The three paths are timed interleaved
 (min and median of ``--reps``, noisy on a shared machine) and, through ``sweep.train`` itself, over
 ``--train-steps`` steps of each less a run of 0 steps (the step the page pays, update and records
-included). The estimate of cycle's paper time is steps × step + the chain walk (its time at ``--seq-len``,
-scaled to s = 16 384).
+included). The estimate of cycle's paper time is steps × step + the chain walk (numpy's or the compiled
+one, timed on one seed at ``--seq-len`` and scaled to N·s·seeds of the paper profile).
 """
 
 from __future__ import annotations
@@ -52,12 +52,19 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(1)
     chain = hub_family(n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4, delta=0.1)  # cycle's chain
-    t0 = time.perf_counter()
     sets = [MarkovContexts(chain, a.samples, a.seq_len, seed=s).examples() for s in range(a.runs)]
-    walk = (time.perf_counter() - t0) / a.runs
+    walks = _timed(
+        {w: lambda w=w: MarkovContexts(chain, a.samples, a.seq_len, seed=0, walk=w) for w in ("numpy", "compiled")},
+        max(1, a.reps // 4),
+    )
+    walk = {w: min(v) for w, v in walks.items()}
     batch = training.stack(sets, torch.float32)
     R, d, B = batch["weights"].shape
-    print(f"R = {R} runs, d = {d}, B = {B} rows; chain walk {walk:.2f} s per data seed at s = {a.seq_len}")
+    print(
+        f"R = {R} runs, d = {d}, B = {B} rows; chain walk per data seed at s = {a.seq_len}: "
+        f"numpy {walk['numpy']:.2f} s, "
+        f"compiled {walk['compiled']:.2f} s ({walk['numpy'] / walk['compiled']:.2f}×)"
+    )
     th0 = init_params(d, PAPER["d_model"], 0.03, 1)
     theta = {n: th0[n].float().expand(R, *th0[n].shape).clone().requires_grad_(True) for n in PARAM_NAMES}
     params = list(theta.values())
@@ -113,12 +120,15 @@ def main() -> None:
         f"sweep.train step (update and records included): autograd {1e3 * old:.1f} ms, fused {1e3 * new:.1f} ms, "
         f"{old / new:.2f}×"
     )
-    walk_paper = walk * PAPER["seq_len"] / a.seq_len * PAPER["n_samples"] / a.samples * PAPER["n_seeds"]
-    for name, step in (("autograd", old), ("fused", new)):
-        total = PAPER["steps"] * step + walk_paper
+    scale = PAPER["seq_len"] / a.seq_len * PAPER["n_samples"] / a.samples * PAPER["n_seeds"]
+    for name, step, w in (
+        ("before (autograd, numpy walk)", old, "numpy"),
+        ("now (fused, compiled walk)", new, "compiled"),
+    ):
+        total = PAPER["steps"] * step + walk[w] * scale
         print(
             f"cycle paper estimate, {name}: {PAPER['steps']} steps × {1e3 * step:.1f} ms "
-            f"+ walk {walk_paper / 60:.1f} min = {total / 60:.1f} min (flow and figures not included)"
+            f"+ walk {walk[w] * scale / 60:.1f} min = {total / 60:.1f} min (flow and figures not included)"
         )
 
 
