@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.speedup > 0:
         ap.error(f"--speedup must be > 0, received {a.speedup:g}")
     from attnflow import runner
+    from attnflow.runner.checks import env
 
     pages = list(dict.fromkeys(a.pages + (not_run_pages() if a.not_run else [])))
     try:
@@ -312,8 +313,10 @@ def main(argv: list[str] | None = None) -> int:
         timeout = CELL_TIMEOUT_S if left is None else max(1, min(CELL_TIMEOUT_S, int(left)))
         start = time.perf_counter()
         try:
-            os.environ["ATTNFLOW_FORCE"] = "1"  # asked for by name: a paper run may be hours on a CPU
-            res = runner.run_page(p.page, profile=PROFILE, parameters=p.parameters, output=p.output, timeout=timeout)
+            with env(ATTNFLOW_FORCE="1"):  # asked for by name: a paper run may be hours on a CPU (restored after)
+                res = runner.run_page(
+                    p.page, profile=PROFILE, parameters=p.parameters, output=p.output, timeout=timeout
+                )
             status, claims_file = ("ok" if res.failed == 0 else "claims failed"), res.claims_file
         except runner.PageFailed as e:
             if left is not None and time.perf_counter() - start >= left:

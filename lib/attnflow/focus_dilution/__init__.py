@@ -22,6 +22,8 @@ Training, data and analysis modules:
 - ``samples``       training data: sampled sequences of a chain (``MarkovSequences``, count-only
                     ``MarkovContexts``), their sufficient statistics and the example rows.
 - ``training``      finite-sample training of the model on those data (batched runs, full-batch GD or Adam).
+- ``fused``         the counts-form loss with its gradient in one written-out pass (what ``training`` trains
+                    through; autograd of ``training.run_losses`` is the reference).
 - ``stages``        the stage detector of the focus–dilution cycle (no hand-picked times).
 - ``pca``           PCA of the embedding trajectories h_k(t).
 - ``realtext``      the model on real text and its Markov (bigram) approximation.
