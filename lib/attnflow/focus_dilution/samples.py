@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from numba import njit
 
 from attnflow import seeding
 from attnflow.focus_dilution.chain import MarkovChain, sample_sequences
@@ -39,8 +38,7 @@ WALKS = ("compiled", "numpy")
 WALK_BLOCK = 1 << 18  # uniforms drawn at once by the compiled walk (2 MiB: they stay in cache for the walk)
 
 
-@njit(cache=True)
-def _walk(cdf, u, x, query, counts):  # pragma: no cover - compiled
+def _walk_kernel(cdf, u, x, query, counts):  # pragma: no cover - compiled by _compiled_walk
     """Walk N chains len(u) steps: at each step the current token x[n] enters counts[n] (and, at the last
     step, query[n]), and the next is the number of j < d − 1 with cdf[x[n], j] ≤ u[step, n] — numpy's
     inverse-CDF step, the same comparisons (cdf = cumsum(P, 1), row i contiguous: read as cum[j, i] by
@@ -59,6 +57,18 @@ def _walk(cdf, u, x, query, counts):  # pragma: no cover - compiled
             for j in range(d - 1):
                 nxt += cdf[xi, j] <= v  # branch-free: the comparisons are unpredictable
             x[n] = nxt
+
+
+_COMPILED = []
+
+
+def _compiled_walk():
+    """:func:`_walk_kernel` compiled by numba, once per process (cached on disk by numba)."""
+    if not _COMPILED:
+        from numba import njit  # here, not at import: numba costs ~0.5 s, and most imports of this module never walk
+
+        _COMPILED.append(njit(cache=True)(_walk_kernel))
+    return _COMPILED[0]
 
 
 class MarkovSequences(torch.utils.data.Dataset):
@@ -107,7 +117,8 @@ class MarkovContexts(torch.utils.data.Dataset):
     counts are kept, so memory is O(N d) and long contexts (s ~ 10⁴) are cheap. ``walk="compiled"``
     (default) walks it in a numba loop on the same uniforms, drawn in blocks of positions from the same
     generator (``Generator.random((P, N))`` is P calls of ``random(N)``), so counts, query and target are
-    those of ``walk="numpy"`` (the reference, tests/test_markov_walk.py), ~6× faster (issue 23)."""
+    those of ``walk="numpy"`` (the reference, tests/test_markov_walk.py), 2.2–2.8× faster at N = 65,536 (issue 23;
+    bound by the generator's draws)."""
 
     def __init__(self, chain: MarkovChain, n_samples: int, seq_len: int, seed: int = 0, walk: str = "compiled"):
         for name, v in (("n_samples", n_samples), ("seq_len", seq_len)):
@@ -133,7 +144,7 @@ class MarkovContexts(torch.utils.data.Dataset):
             for start in range(0, seq_len, block):
                 step = u[: min(block, seq_len - start)]
                 rng.random(out=step)
-                _walk(cdf, step, x, query, counts)
+                _compiled_walk()(cdf, step, x, query, counts)
         self.counts = torch.from_numpy(counts)  # (N, d)
         self.query, self.target = torch.from_numpy(query), torch.from_numpy(x)  # (N,), (N,)
 
