@@ -139,6 +139,17 @@ def _in_local_cache(hub_id: str) -> bool:
     return ds.is_dir() and any(p.name.lower().startswith(prefix) for p in ds.iterdir())
 
 
+def will_use_standin(spec: Spec, source: str = "auto") -> bool:
+    """Whether :func:`resolve` is bound to use the stand-in, decided without the network: ``source``
+    'standin', or 'auto' where the set has no Hub id or Hugging Face is offline with no cached copy.
+    False where the real set may load (an online 'auto' is not probed here)."""
+    if source == "standin":
+        return True
+    if source != "auto":
+        return False
+    return spec.hub_id is None or (hf_offline() is not None and not _in_local_cache(spec.hub_id))
+
+
 def _builder_for(files: list[str]) -> tuple[str, dict]:
     suffixes = {"".join(Path(f).suffixes[-2:]) if f.endswith(".gz") else Path(f).suffix for f in files}
     if suffixes <= {".json", ".jsonl", ".json.gz", ".jsonl.gz"}:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from functools import lru_cache
 
 import numpy as np
 
 from attnflow.data.classification import ClassificationSet, Split
 from attnflow.data.files import read_jsonl, verified_path
-from attnflow.data.sources import Spec, announce, resolve
+from attnflow.data.files import DataFileError
+from attnflow.data.sources import Spec, announce, resolve, will_use_standin
 from attnflow.data.tokenizer import split_tokens, token_spans
 
 SEP = "<sep>"  # between question and context (the tokenizer's id 2)
@@ -84,6 +86,25 @@ def _hf_splits(ds) -> dict:
 
 
 # ------------------------------------------------------------------------------------- SQuAD
+def train_rows(name: str, source: str = "auto") -> int | None:
+    """Rows of the training split that ``load_<name>(source)`` will offer when it is bound to use the
+    offline stand-in (:func:`~attnflow.data.sources.will_use_standin`); None where the real set may
+    load (its size is not known before it does) or the stand-in file is missing. Run-cost estimates
+    use it: a page's ``n_train`` above it trains on this many rows."""
+    if name not in SPECS or not will_use_standin(SPECS[name], source):
+        return None
+    try:
+        return _standin_train_rows(SPECS[name].standin_file)
+    except DataFileError:
+        return None
+
+
+@lru_cache(maxsize=None)
+def _standin_train_rows(filename: str) -> int:
+    path, _ = verified_path(filename)
+    return sum(r.get("split") == "train" for r in read_jsonl(path))
+
+
 def load_squad(
     source: str = "auto", *, data_files=None, hub_id=None, data_dir=None, **load_kwargs
 ) -> ClassificationSet:

@@ -20,9 +20,11 @@ here, so bad input exits with code 2 before anything runs:
 
 from __future__ import annotations
 
+import functools
 import math
 
 from attnflow import costs
+from attnflow.data import tasks
 from attnflow.params import Param, Schema
 from attnflow.sharpening import data
 from attnflow.sharpening.model import PARAMETRIZATIONS
@@ -157,13 +159,15 @@ def _breaks_cost(c) -> float:
     return costs.page(costs.stacked_gd_s(steps, None, c.n_train, c.seq_len, model_steps=model_steps))
 
 
-def _real_cost(c) -> float:
+def _real_cost(name: str, c) -> float:
     models = len(c.lr_ratios) * len(c.seeds)
     epochs = {"adamw": c.epochs_adamw, "sgd": c.epochs_sgd}
+    # an epoch is over the rows the loader offers: the stand-in's training split caps n_train
+    n_train = min(c.n_train, tasks.train_rows(name, c.source) or c.n_train)
     return costs.page(
         *(
             costs.minibatch_s(
-                math.ceil(epochs[o] * c.n_train / c.batch_size),
+                math.ceil(epochs[o] * n_train / c.batch_size),
                 models,
                 c.batch_size,
                 c.max_len,
@@ -210,8 +214,8 @@ COSTS = {
         "batched GD, Σ max_time/lr over lrs × init_scales × seeds × 5 models × n_train × seq_len",
     ),
     "real": (
-        _real_cost,
-        "minibatch training, epochs · n_train/batch_size × lr_ratios × seeds × "
+        _real_cost,  # with the dataset's name first (functools.partial in _real)
+        "minibatch training, epochs · min(n_train, the stand-in's training rows)/batch_size × lr_ratios × seeds × "
         "(batch_size · max_len + vocab_size) × d_model, per optimizer",
     ),
 }
@@ -413,7 +417,7 @@ def _real(name: str) -> Schema:
     )
     return Schema(
         f"sharpening/real_{name}",
-        cost=COSTS["real"],
+        cost=(functools.partial(COSTS["real"][0], name), COSTS["real"][1]),
         requires=[
             _DISTINCT_SEEDS,
             (lambda c: 1.0 in c.lr_ratios and max(c.lr_ratios) > 1.0, "lr_ratios hold the baseline 1 and some r > 1"),
