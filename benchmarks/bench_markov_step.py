@@ -12,6 +12,15 @@ of the sampling time; the step's cost depends on the rows only. The three paths 
 ``--train-steps`` steps of each less a run of 0 steps (the step the page pays, update and records
 included). The estimate of cycle's paper time is steps × step + the chain walk (numpy's or the compiled
 one, timed on one seed at ``--seq-len`` and scaled to N·s·seeds of the paper profile).
+
+**Share of the roofline** (issue 23: the paper-size step ≥ 20 % of it). The machine's limits are measured
+here, with the step's thread count: the float32 matmul rate (best of a 1024² ``torch.mm``) and the memory
+bandwidth (best of a 256 MB ``copy_``, read + write). The step's floor is the larger of its essential
+FLOPs over the matmul rate and its compulsory bytes over the bandwidth: per run and row, the three
+d × d products of the loss and gradient (Vᵀ A, V ∂ℓ/∂Z, A ∂ℓ/∂Zᵀ: 6 d² FLOPs) and about 20 d elementwise
+FLOPs (the exponentials counted as one), and one read of the rows as ``fused.rows`` stores them (query,
+counts and weights (R, d, B), w̄ (R, 1, B), float32). The share printed is that floor over the measured
+fused step (``fused`` min): 100 % would be a step that touches its data once at full bandwidth.
 """
 
 from __future__ import annotations
@@ -40,6 +49,23 @@ def _timed(fns: dict, reps: int) -> dict:
             f()
             out[k].append(time.perf_counter() - t)
     return out
+
+
+def roofline(reps: int = 5) -> tuple[float, float]:
+    """(float32 matmul FLOP/s, memory bytes/s) of this machine at torch's current thread count: best of ``reps``."""
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    x, y = torch.randn(2**26), torch.empty(2**26)  # 256 MB each, far outside the caches
+    mm = min(_timed({"mm": lambda: torch.mm(a, b)}, reps)["mm"])
+    cp = min(_timed({"copy": lambda: y.copy_(x)}, reps)["copy"])
+    return 2 * 1024**3 / mm, 2 * 4 * x.numel() / cp
+
+
+def step_floor(R: int, d: int, B: int, flops_s: float, bytes_s: float) -> tuple[float, float, float]:
+    """(seconds, FLOPs, bytes): the fused step's floor on a machine of ``flops_s`` and ``bytes_s``
+    (module docstring)."""
+    flops = R * B * (6 * d * d + 20 * d)
+    nbytes = 4 * R * B * (3 * d + 1)
+    return max(flops / flops_s, nbytes / bytes_s), flops, nbytes
 
 
 def main() -> None:
@@ -99,6 +125,14 @@ def main() -> None:
     )
     for k, v in times.items():
         print(f"{k:12s} step min {1e3 * min(v):7.1f} ms  median {1e3 * np.median(v):7.1f} ms")
+    flops_s, bytes_s = roofline()
+    floor, flops, nbytes = step_floor(R, d, B, flops_s, bytes_s)
+    print(
+        f"roofline ({torch.get_num_threads()} thread): matmul {flops_s / 1e9:.1f} GFLOP/s, "
+        f"copy {bytes_s / 1e9:.1f} GB/s; "
+        f"step floor max({flops / 1e6:.0f} MFLOP, {nbytes / 1e6:.0f} MB) = {1e3 * floor:.1f} ms; "
+        f"fused step at {floor / min(times['fused']):.0%} of it, autograd at {floor / min(times['autograd']):.0%}"
+    )
     for k in ("autograd", "torch.optim"):
         print(
             f"fused vs {k}: {min(times[k]) / min(times['fused']):.2f}× (min), "
