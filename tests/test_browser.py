@@ -51,7 +51,8 @@ DARK = "1280-dark"  # the desktop width again, in dark mode
         (r"\Theta(\delta)", "Θ(δ)"),
         (r"\frac{a}{b+1}", "a/(b+1)"),
         (r"\mathbb{E}\left[x_1\right]", "𝔼[x₁]"),
-        (r"e^{b}/n", "e^b/n"),
+        (r"e^{b}/n", "eᵇ/n"),
+        (r"e^{q}", "e^q"),  # no Unicode modifier q: the caret stays
     ],
 )
 def test_tex_to_unicode(tex, text):
