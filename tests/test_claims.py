@@ -132,6 +132,27 @@ def test_check_mean_uses_the_seed_interval(page, capsys):
         claims.check_mean("A7", v, target=0.8)
 
 
+def test_check_mean_at_90_percent_is_scipys_tost_and_one_sided_t_test(page):
+    """check_mean(level=0.90) decides as scipy's one-sample t-tests at 5 %: an equivalence (target, margin)
+    passes exactly when both one-sided tests reject (TOST), ``above`` when the one-sided test "greater" does."""
+    from scipy import stats as st
+
+    rng = np.random.default_rng(21)
+    agree = 0
+    for trial in range(300):
+        n = int(rng.integers(3, 9))
+        x = rng.normal(rng.uniform(-0.03, 0.03), rng.uniform(0.002, 0.03), n)
+        p_lo = st.ttest_1samp(x, -0.02, alternative="greater").pvalue  # H0: mean ≤ −margin
+        p_hi = st.ttest_1samp(x, 0.02, alternative="less").pvalue  # H0: mean ≥ +margin
+        tost = bool(max(p_lo, p_hi) < 0.05)
+        ours = claims.check_mean("A6", x, target=0.0, margin=0.02, level=0.90, what=f"tost {trial}")
+        one_sided = bool(st.ttest_1samp(x, -1e-3, alternative="greater").pvalue < 0.05)
+        ours_one = claims.check_mean("A6", x, above=-1e-3, level=0.90, what=f"above {trial}")
+        assert (ours.verdict == "pass") == tost and (ours_one.verdict == "pass") == one_sided, (x, p_lo, p_hi)
+        agree += tost
+    assert 30 < agree < 270  # both outcomes occur
+
+
 def test_real_data_verdicts_are_three(page, capsys):
     reproduced = [0.30, 0.32, 0.31, 0.29]
     straddles = [0.05, -0.02, 0.04, -0.01]
