@@ -188,14 +188,19 @@ display.table(experiments.rows_by_ratio(results, keys=("optimizer", "L*")), floa
 #
 # All comparisons are between models of the same seed (same data, same initial weights), at
 # the same loss level, for every optimizer and level. Statements about random training are
-# checked on the **mean over seeds with its 95% Student-t interval** (`claims.check_mean`) and
-# need at least 3 seeds (else: outside domain).
+# checked on the **mean over seeds of a paired change with its Student-t interval**
+# (`claims.check_mean`) and need at least 3 seeds (else: outside domain) — a number of the
+# parameters, never of the measurement. A one-sided claim passes when its one-sided bound lies on
+# the claim's side, an equivalence when the whole interval lies inside the margin; noisier seeds
+# widen the interval, so they make a claim harder to pass, never easier.
 #
 # - *A6*: the paired change of the attention mass from $r=1$ to $r_{\max}$ is positive in most
 #   seeds (a sign claim on paired seeds, `claims.check_share`: the one-sided 95% Wilson lower
-#   bound of the share of seeds above ½, which on 3 seeds needs all three), and the seed-mean
-#   never decreases with $r$ by more than $10^{-3}$ (float32 attention saturates near 1 at large $r$, where
-#   neighbouring ratios tie).
+#   bound of the share of seeds above ½, which on 3 seeds needs all three), and the mass does not
+#   fall between neighbouring ratios: for each pair $r_{k-1}<r_k$ of the sweep, the paired change
+#   of the mass from $r_{k-1}$ to $r_k$ has its one-sided 95% Student-t lower bound (the lower end
+#   of the 90% interval) above $-10^{-3}$ (`FLOAT32_SLACK` below: float32 attention saturates near
+#   1 at large $r$, where neighbouring ratios tie and their difference is rounding).
 # - *A6, AC*: the paired change of AC at $\tau_a$ from $r=1$ to $r_{\max}$ is never negative, and
 #   positive in every seed where AC can still rise, $\mathrm{AC}(1)<1-0.02$ (`AC_MARGIN` below:
 #   0.02 is twenty sequences of a 1000-sequence test set). Its domain
@@ -203,9 +208,13 @@ display.table(experiments.rows_by_ratio(results, keys=("optimizer", "L*")), floa
 #   fail, so saturated levels are listed as outside domain. This condition reads the $r=1$
 #   models at the same loss level — the baseline of the comparison — and the ledger records it
 #   as that state, not as a parameter.
-# - *A6, decoupling*: test accuracy at every $r$ is within 0.02 of its value at $r=1$ (two
-#   binomial standard errors of an accuracy near 0.9 on {glue:text}`n_test` sequences); with a
-#   single $r$ there is nothing to compare, so that is outside its domain.
+# - *A6, decoupling*: for every $r$ of the sweep, test accuracy at $r$ equals its value at $r=1$
+#   within ±0.02 (`ACC_MARGIN`: two binomial standard errors of an accuracy near 0.9 on
+#   {glue:text}`n_test` sequences), as an equivalence test of the paired change
+#   $\mathrm{acc}(r)-\mathrm{acc}(1)$: two one-sided t-tests at 5% (TOST), i.e. its 90% t interval
+#   inside ±0.02. On 3 seeds this can pass whenever the seed spread of the change is below
+#   $0.02\sqrt3/t_{0.95,2}\approx 0.012$. With a single $r$ there is no pair to compare, so neither
+#   this nor the neighbour test above is made (the rise is then outside its domain).
 # - *A11, the paper's direction*: the paired change of AOPC sufficiency from $r=1$ to $r_{\max}$
 #   has its seed interval below 0 and that of comprehensiveness above 0 (ERASER's better
 #   directions). On this task sufficiency moves the other way and comprehensiveness follows the
@@ -219,6 +228,8 @@ import numpy as np
 from attnflow import stats
 
 AC_MARGIN = 0.02  # room below 1 that AC(1) must leave for a rise of AC to be measurable
+FLOAT32_SLACK = 1e-3  # fall of the mass between neighbouring r still counted as a tie (float32 saturation near 1)
+ACC_MARGIN = 0.02  # "accuracy unchanged": two binomial standard errors of an accuracy near 0.9 on 1000 sequences
 two = ("at least two ratios r", len(ratios) >= 2, f"r = {ratios}")
 seeds = stats.enough_seeds(len(cfg.seeds))
 for (opt, level), res in results.items():
@@ -227,11 +238,12 @@ for (opt, level), res in results.items():
         what=f"{opt}, L* = {level:g}: attention mass at r_max minus at r = 1 > 0 in most seeds "
         f"(per seed {np.round(res.change('attn_relevant'), 4).tolist()})",
     )
-    claims.check(
-        "A6", res.seed_mean("attn_relevant").tolist(), predicate=experiments.non_decreasing(1e-3),
-        tolerance="non-decreasing in r (−1e-3 float32 slack)", source="paper", domain=claims.domain(two),
-        what=f"{opt}, L* = {level:g}: seed-mean attention mass over r",
-    )
+    for (r_lo, r_hi), step in res.steps("attn_relevant").items():
+        claims.check_mean(
+            "A6", step, above=-FLOAT32_SLACK, level=0.90, source="paper",
+            tolerance=f"one-sided 95% lower bound above −{FLOAT32_SLACK:g}: no fall beyond float32 ties",
+            what=f"{opt}, L* = {level:g}: attention mass at r = {r_hi:g} minus at r = {r_lo:g}",
+        )
     claims.check(
         "A6", [res.change("ac").tolist(), res.has_room("ac", AC_MARGIN).tolist()],
         predicate=experiments.rises_where_free,
@@ -246,10 +258,12 @@ for (opt, level), res in results.items():
             claims.state("AC of the r = 1 models at this loss level, the baseline of the comparison"),
         )),
     )
-    claims.check(
-        "A6", res.largest_change_of_mean("accuracy"), 0.0, atol=0.02, source="paper", domain=claims.domain(two),
-        what=f"{opt}, L* = {level:g}: largest change of test accuracy over r",
-    )
+    for r, acc_change in res.changes_from_first("accuracy").items():
+        claims.check_mean(
+            "A6", acc_change, target=0.0, margin=ACC_MARGIN, level=0.90, source="paper",
+            tolerance="TOST: two one-sided t-tests at 5%",
+            what=f"{opt}, L* = {level:g}: test accuracy at r = {r:g} minus at r = {ratios[0]:g}",
+        )
     claims.check_mean(
         "A11", res.change("sufficiency"), below=0.0, source="paper", errata="errata-sharpening-aopc",
         what=f"{opt}, L* = {level:g}: AOPC sufficiency at r_max minus at r = 1 (below 0: lower is better)",

@@ -260,10 +260,16 @@ class ByRatio:
         v = self.values[metric]
         return float(v[-1].mean() - v[0].mean())
 
-    def largest_change_of_mean(self, metric: str) -> float:
-        """max_k |mean(r_k) − mean(r_1)|: the largest move of the seed mean away from its value at the first r."""
-        m = self.seed_mean(metric)
-        return float(np.abs(m - m[0]).max())
+    def changes_from_first(self, metric: str) -> dict[float, np.ndarray]:
+        """{r: (n_seeds,) paired change metric(r) − metric(r_1)} for every r after the first (none with one r)."""
+        v = self.values[metric]
+        return {r: v[k] - v[0] for k, r in enumerate(self.ratios) if k > 0}
+
+    def steps(self, metric: str) -> dict[tuple[float, float], np.ndarray]:
+        """{(r_{k−1}, r_k): (n_seeds,) paired change metric(r_k) − metric(r_{k−1})} between neighbouring ratios
+        (none with one r)."""
+        v = self.values[metric]
+        return {(self.ratios[k - 1], self.ratios[k]): v[k] - v[k - 1] for k in range(1, len(self.ratios))}
 
     def has_room(self, metric: str, margin: float) -> np.ndarray:
         """(n_seeds,) bool: the metric (a fraction) at the first r is below 1 − ``margin``, so it can still rise."""
@@ -303,16 +309,6 @@ def rows_by_ratio(results: dict, keys: Sequence[str], metrics: Sequence[str] = S
         for key, lv in results.items()
         for k, r in enumerate(lv.ratios)
     ]
-
-
-def non_decreasing(slack: float = 0.0):
-    """A claims predicate: the sequence never decreases by more than ``slack`` from one entry to the next."""
-
-    def predicate(x) -> bool:
-        return all(b >= a - slack for a, b in zip(x, x[1:]))
-
-    predicate.__doc__ = f"non-decreasing (slack {slack:g})"
-    return predicate
 
 
 def rises_where_free(x) -> bool:
