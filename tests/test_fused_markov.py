@@ -5,6 +5,8 @@ Tolerances: float64, 1e-12 relative (norm-wise per gradient, per run for the los
 3e-14; at a saturated θ whose gradients are ~1e-11 from cancellation, 1e-12·max|L| absolute). float32: both
 paths round differently, so each is compared with the float64 value at the same float32 inputs, and the fused
 path's error must be within 4× autograd's own error (+1e-6 relative); measured they are equal to within 10 %.
+Every test runs on both passes: the one-hot products of a small vocabulary and the gathered, low-rank pass of a
+wide one (``fused.wide``), forced here on the small test vocabulary.
 """
 
 import pytest
@@ -15,7 +17,15 @@ from attnflow.focus_dilution.chain import hub_family
 from attnflow.focus_dilution.model import PARAM_NAMES, init_params
 from attnflow.focus_dilution.samples import MarkovContexts
 
+WIDE = fused.wide  # the rule, before the fixture below forces either pass
 SHAPES = lambda d, m: {"W0": (d, m), "WQ": (m, m), "WK": (m, m), "W1": (m, d)}  # noqa: E731
+
+
+@pytest.fixture(autouse=True, params=["one-hot", "wide"])
+def rows_pass(request, monkeypatch):
+    """Both passes of the fused rows (``fused.wide`` decides from d and m; forced here)."""
+    monkeypatch.setattr(fused, "wide", lambda d, m: request.param == "wide")
+    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +100,24 @@ def test_run_groups_equal_one_pass(sets, monkeypatch, chunk_rows):
     grouped = fused.loss_and_grad(theta, fused.rows(batch))
     assert torch.equal(grouped[0], whole[0]) and torch.equal(grouped[2], whole[2])
     assert all(torch.equal(grouped[1][n], whole[1][n]) for n in PARAM_NAMES)
+
+
+@pytest.mark.parametrize("scale", [0.5, 5.0])
+def test_wide_column_blocks_equal_one_block(sets, monkeypatch, rows_pass, scale):
+    """The wide pass sweeps the columns in blocks of WIDE_BLOCK entries: several blocks (and a ragged last one)
+    give one block's values to float64 round-off (the sums over columns are accumulated block by block)."""
+    if rows_pass != "wide":
+        pytest.skip("the column blocks are the wide pass's")
+    batch = training.stack(sets, torch.float64)
+    R, d, B = batch["weights"].shape
+    theta = _theta(R, d, 4, scale, torch.float64)
+    whole = fused.loss_and_grad(theta, fused.rows(batch))
+    monkeypatch.setattr(fused, "WIDE_BLOCK", d * 70)  # 70 columns a block: B = 300 in 5 blocks, the last of 20
+    blocks = fused.loss_and_grad(theta, fused.rows(batch))
+    assert torch.allclose(blocks[0], whole[0], rtol=1e-13, atol=0)
+    assert torch.allclose(blocks[2], whole[2], rtol=1e-13, atol=1e-16)  # A: the strided sum over d rounds apart
+    for n in PARAM_NAMES:
+        assert _close(blocks[1][n], whole[1][n], whole[0], tol=1e-13), n
 
 
 def test_large_theta_takes_the_shifted_forms(sets):
@@ -176,6 +204,14 @@ def test_training_steps_match_autograd(chain, sets, optimizer, dtype):
             assert _rel(b.states[n][-1], a.states[n][-1]) < tol, n
         assert abs(b.train_loss - a.train_loss).max() <= tol * abs(a.train_loss).max()
         assert abs(b.data_hub_attention - a.data_hub_attention).max() <= 10 * tol
+
+
+def test_wide_vocabularies_take_the_gathered_pass(rows_pass):
+    if rows_pass == "wide":
+        pytest.skip("the rule itself, once")
+    assert not WIDE(5, 8) and not WIDE(16, 4)  # the focus–dilution chains: one-hot products
+    assert WIDE(64, 16) and WIDE(256, 32)  # real_text's book and paper vocabularies
+    assert not WIDE(64, 48)  # m > d/2: the rank-m factors save nothing
 
 
 def test_fused_is_the_default(chain, sets):

@@ -40,9 +40,23 @@ import torch
 
 from attnflow.focus_dilution.model import PARAM_NAMES
 
-__all__ = ["Rows", "rows", "loss_and_grad", "MarkovLoss", "run_losses", "SAFE_EXP", "CHUNK_ROWS"]
+__all__ = [
+    "Rows",
+    "rows",
+    "loss_and_grad",
+    "MarkovLoss",
+    "run_losses",
+    "wide",
+    "SAFE_EXP",
+    "CHUNK_ROWS",
+    "WIDE_D",
+    "WIDE_BLOCK",
+]
 
 CHUNK_ROWS = 65536  # runs are swept in groups of about this many rows (R_g·B): their (R_g, d, B) stay in cache
+WIDE_BLOCK = 2**18  # entries (d × columns) of a run per column block of the wide pass (measured at d = 256:
+# 2¹⁸ ran 1.4–2× faster than 2²⁰ and than one block of all 16,384 columns, on the shared 2-core CPU)
+WIDE_D = 32  # from this vocabulary size (and m ≤ d/2) the rows take the gathered, low-rank pass (_wide_pass)
 SAFE_EXP = 60.0  # |V| and score spreads below this need no max shift (e^60 ≈ 1e26, e^−60 ≈ 1e−26: float32-normal)
 
 
@@ -60,6 +74,7 @@ class Rows:
     log_counts: torch.Tensor
     weights: torch.Tensor
     weight_sum: torch.Tensor
+    index: torch.Tensor  # (R, 1, B) int64: each column's query token, d where it has none (score row 0)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -70,7 +85,13 @@ class Rows:
         """The rows of the runs ``at`` (views)."""
         no_query = None if self.no_query is None else self.no_query[at]
         return Rows(
-            self.query[at], no_query, self.counts[at], self.log_counts[at], self.weights[at], self.weight_sum[at]
+            self.query[at],
+            no_query,
+            self.counts[at],
+            self.log_counts[at],
+            self.weights[at],
+            self.weight_sum[at],
+            self.index[at],
         )
 
 
@@ -89,7 +110,8 @@ def rows(batch: dict[str, torch.Tensor]) -> Rows:
         query[:, :1] += padding.to(query.dtype)  # token 0's score row: the same A, and no gradient (weight 0)
     other = (col == 0) & ~padding
     no_query = other.to(query.dtype) if bool(other.any()) else None
-    return Rows(query, no_query, torch.exp(log_counts), log_counts, weights, weight_sum)
+    index = torch.where(col > 0, query.argmax(1, keepdim=True), query.shape[1])  # (R, 1, B)
+    return Rows(query, no_query, torch.exp(log_counts), log_counts, weights, weight_sum, index)
 
 
 def _rows_pass(S, E, V, shift, data, A, loss, gS, gV) -> None:
@@ -119,6 +141,58 @@ def _rows_pass(S, E, V, shift, data, A, loss, gS, gV) -> None:
     torch.bmm(data.query, gx.transpose(-1, -2), out=gS)  # (R, d, d): row q gets its rows' ∂ℓ/∂x
 
 
+def _wide_pass(S, E, W0, W1, shift, data, A, loss, gS, gW0, gW1) -> None:
+    """:func:`_rows_pass` for a wide vocabulary (module docstring): the query's score row is gathered by
+    index and ∂L/∂S scattered back by index, not multiplied with the one-hot query (2 d² B FLOPs each), and
+    V = W0 W1 is applied through its rank-m factors (4 d m B, not 2 d² B, a product); the columns are swept
+    in blocks of ``WIDE_BLOCK`` entries (d × columns) per run, so that a block's intermediates stay in cache.
+    Writes ∂L/∂S into ``gS`` (R_g, d, d) and the value path's ∂L/∂W0, ∂L/∂W1 into ``gW0`` (R_g, d, m),
+    ``gW1`` (R_g, m, d)."""
+    R, d, B = data.shape
+    if E is not None:  # (R, d_key, d_query + 1): the extra column is a query-less column's score row 0
+        ext = torch.cat([E, E.new_ones(R, d, 1)], -1)
+    else:
+        ext = torch.cat([S.transpose(-1, -2), S.new_zeros(R, d, 1)], -1)
+    W0t, W1t = W0.transpose(-1, -2), W1.transpose(-1, -2)
+    gST = gS.new_zeros(R, d, d + 1)
+    loss.zero_(), gW0.zero_(), gW1.zero_()
+    cols = max(1, WIDE_BLOCK // d)
+    for lo in range(0, B, cols):
+        c = slice(lo, min(lo + cols, B))
+        index = data.index[..., c]
+        at, n = index.expand(R, d, index.shape[-1]), data.counts[..., c]
+        a = A[..., c]
+        if E is not None:
+            torch.gather(ext, 2, at, out=a)
+            a.mul_(n)
+        else:
+            x = torch.gather(ext, 2, at).add_(data.log_counts[..., c])
+            torch.exp(x - x.amax(1, keepdim=True), out=a)
+        a.div_(a.sum(1, keepdim=True))
+        H = W0t @ a  # (R, m, b) = W0ᵀ A
+        Z = W1t @ H  # (R, d, b) = Vᵀ A
+        top = Z.amax(1, keepdim=True) if shift else None
+        P = torch.exp(Z) if top is None else torch.exp(Z - top)
+        norm = P.sum(1, keepdim=True)
+        lse = torch.log(norm) if top is None else torch.log(norm).add_(top)
+        w, w_sum = data.weights[..., c], data.weight_sum[..., c]
+        loss.add_((w_sum * lse).sum((1, 2))).sub_((w * Z).sum((1, 2)))
+        gZ = P.mul_(w_sum / norm).sub_(w)  # ∂ℓ/∂Z
+        U = W1 @ gZ  # (R, m, b)
+        gW1.baddbmm_(H, gZ.transpose(-1, -2))  # W0ᵀ (A ∂ℓ/∂Zᵀ)
+        gW0.baddbmm_(a, U.transpose(-1, -2))  # (A ∂ℓ/∂Zᵀ) W1ᵀ
+        gA = W0 @ U  # ∂ℓ/∂A = V ∂ℓ/∂Z
+        gx = gA.sub_((a * gA).sum(1, keepdim=True)).mul_(a)
+        for r in range(R):  # ∂L/∂S[q, k] = Σ_{b: q_b = q} ∂ℓ/∂x[k, b]; the extra row (no query) is dropped
+            gST[r].index_add_(1, index[r, 0], gx[r])
+    gS.copy_(gST[..., :d].transpose(-1, -2))
+
+
+def wide(d: int, m: int) -> bool:
+    """Whether the rows of a d-token vocabulary and width m take :func:`_wide_pass` (module docstring)."""
+    return d >= WIDE_D and 2 * m <= d
+
+
 @torch.no_grad()
 def loss_and_grad(
     theta: dict[str, torch.Tensor], data: Rows, score_scale: float = 1.0
@@ -139,18 +213,29 @@ def loss_and_grad(
         E = torch.exp(S - S.amax(-1, keepdim=True)).transpose(-1, -2)  # (R, d_key, d_query)
     shift = float(V.abs().max()) >= SAFE_EXP  # below: e^Z cannot overflow, no max shift of the logits
     A = torch.empty(R, d, B, dtype=W0.dtype, device=W0.device)
-    loss, gS, gV = torch.empty(R, dtype=W0.dtype, device=W0.device), torch.empty_like(S), torch.empty_like(V)
+    loss, gS = torch.empty(R, dtype=W0.dtype, device=W0.device), torch.empty_like(S)
+    is_wide = wide(d, W0.shape[-1])
+    if is_wide:
+        gW0, gW1 = torch.empty_like(W0), torch.empty_like(W1)
+    else:
+        gV = torch.empty_like(V)
     step = max(1, CHUNK_ROWS // max(B, 1))
     for lo in range(0, R, step):
         at = slice(lo, min(lo + step, R))
-        _rows_pass(S[at], None if E is None else E[at], V[at], shift, data.runs(at), A[at], loss[at], gS[at], gV[at])
+        e = None if E is None else E[at]
+        if is_wide:
+            _wide_pass(S[at], e, W0[at], W1[at], shift, data.runs(at), A[at], loss[at], gS[at], gW0[at], gW1[at])
+        else:
+            _rows_pass(S[at], e, V[at], shift, data.runs(at), A[at], loss[at], gS[at], gV[at])
     gQ, gK = c * gS @ K, c * gS.transpose(-1, -2) @ Q  # ∂L/∂Q, ∂L/∂K (R, d, m)
     W0t = W0.transpose(-1, -2)
+    if not is_wide:
+        gW0, gW1 = gV @ W1.transpose(-1, -2), W0t @ gV
     grads = {
-        "W0": gQ @ WQ.transpose(-1, -2) + gK @ WK.transpose(-1, -2) + gV @ W1.transpose(-1, -2),
+        "W0": gQ @ WQ.transpose(-1, -2) + gK @ WK.transpose(-1, -2) + gW0,
         "WQ": W0t @ gQ,
         "WK": W0t @ gK,
-        "W1": W0t @ gV,
+        "W1": gW1,
     }
     return loss, grads, A
 
