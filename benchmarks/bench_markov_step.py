@@ -21,6 +21,11 @@ d × d products of the loss and gradient (Vᵀ A, V ∂ℓ/∂Z, A ∂ℓ/∂Z�
 FLOPs (the exponentials counted as one), and one read of the rows as ``fused.rows`` stores them (query,
 counts and weights (R, d, B), w̄ (R, 1, B), float32). The share printed is that floor over the measured
 fused step (``fused`` min): 100 % would be a step that touches its data once at full bandwidth.
+
+``--real-text`` times real_text's paper size instead (R = 3 seeds of N = 16,384 windows of s = 128 tokens of
+the WikiText stand-in, vocabulary d = 256, width m = 32): the one-hot pass, the wide pass (``fused.wide``:
+gathered score rows, rank-m value products, column blocks) and autograd, with the wide pass's floor (per run
+and column 12 d m + 20 d FLOPs; one read of counts and weights (R, d, B), w̄ and the int64 query index).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import time
 import numpy as np
 import torch
 
-from attnflow.focus_dilution import fused, training
+from attnflow.focus_dilution import fused, realtext, training
 from attnflow.focus_dilution.chain import hub_family
 from attnflow.focus_dilution.model import PARAM_NAMES, init_params
 from attnflow.focus_dilution.samples import MarkovContexts
@@ -60,12 +65,55 @@ def roofline(reps: int = 5) -> tuple[float, float]:
     return 2 * 1024**3 / mm, 2 * 4 * x.numel() / cp
 
 
-def step_floor(R: int, d: int, B: int, flops_s: float, bytes_s: float) -> tuple[float, float, float]:
+def step_floor(
+    R: int, d: int, B: int, flops_s: float, bytes_s: float, m: int | None = None
+) -> tuple[float, float, float]:
     """(seconds, FLOPs, bytes): the fused step's floor on a machine of ``flops_s`` and ``bytes_s``
-    (module docstring)."""
-    flops = R * B * (6 * d * d + 20 * d)
-    nbytes = 4 * R * B * (3 * d + 1)
+    (module docstring); with ``m``, the wide pass's (rank-m products, an int64 index for the query)."""
+    if m is None:
+        flops, nbytes = R * B * (6 * d * d + 20 * d), 4 * R * B * (3 * d + 1)
+    else:
+        flops, nbytes = R * B * (12 * d * m + 20 * d), R * B * (4 * (2 * d + 1) + 8)
     return max(flops / flops_s, nbytes / bytes_s), flops, nbytes
+
+
+def real_text(reps: int) -> None:
+    """real_text's paper size (module docstring): one-hot pass, wide pass and autograd."""
+    stream = realtext.load_stream("wikitext", vocab_size=256, source="standin")
+    sets = [realtext.window_examples(stream.train, stream.d, 16384, 128, s) for s in range(3)]
+    batch = training.stack(sets, torch.float32)
+    R, d, B = batch["weights"].shape
+    m = 32
+    th0 = init_params(d, m, 1e-3, 1)
+    theta = {n: th0[n].float().expand(R, *th0[n].shape).clone().requires_grad_(True) for n in PARAM_NAMES}
+    rows = fused.rows(batch)
+    rule = fused.wide
+
+    def on(path):
+        def step():
+            fused.wide = lambda d, m: path == "wide"
+            try:
+                fused.loss_and_grad(theta, rows)
+            finally:
+                fused.wide = rule
+
+        return step
+
+    def autograd_step():
+        torch.autograd.grad(training.run_losses(theta, batch).sum(), list(theta.values()))
+
+    times = _timed({"one-hot": on("one-hot"), "wide": on("wide"), "autograd": autograd_step}, reps)
+    best = {k: min(v) for k, v in times.items()}
+    for k, v in times.items():
+        print(f"{k:9s} step min {1e3 * min(v):7.1f} ms  median {1e3 * np.median(v):7.1f} ms")
+    flops_s, bytes_s = roofline()
+    floor, flops, nbytes = step_floor(R, d, B, flops_s, bytes_s, m=m)
+    print(
+        f"R = {R}, d = {d}, B = {B}, m = {m}: wide vs one-hot {best['one-hot'] / best['wide']:.2f}×, "
+        f"vs autograd {best['autograd'] / best['wide']:.2f}×; floor max({flops / 1e6:.0f} MFLOP, "
+        f"{nbytes / 1e6:.0f} MB) = {1e3 * floor:.1f} ms at {flops_s / 1e9:.1f} GFLOP/s, {bytes_s / 1e9:.1f} GB/s: "
+        f"wide step at {floor / best['wide']:.0%} of it"
+    )
 
 
 def main() -> None:
@@ -75,8 +123,12 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=512)
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--train-steps", type=int, default=40)
+    ap.add_argument("--real-text", action="store_true", help="real_text's paper size instead (module docstring)")
     a = ap.parse_args()
     torch.set_num_threads(1)
+    if a.real_text:
+        real_text(a.reps)
+        return
     chain = hub_family(n_low=4, a_h=0.5, b_h=0.3, c_cyc=0.4, delta=0.1)  # cycle's chain
     sets = [MarkovContexts(chain, a.samples, a.seq_len, seed=s).examples() for s in range(a.runs)]
     walks = _timed(
