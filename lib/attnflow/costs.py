@@ -67,9 +67,14 @@ MARKOV_STEP_S = 1e-3
 """Focus–dilution GD on sampled data: per step ..."""
 MARKOV_ENTRY_S = 2.1e-8
 """... plus this per step × (run, row, token type) entry and 8 embedding columns."""
-REALTEXT_ENTRY_S = 2.5e-11
-"""real_text: full-batch GD per step × run × window × position × vocabulary · width (book defaults 65.1 s,
-one corpus and seed at n_train 4096: 39.2 s, load ≈ 1.2–2.3; 137.5 s at load ≈ 5)."""
+REALTEXT_STEP_S = 4e-3
+"""real_text: per full-batch GD step of a corpus, what does not grow with the windows (the Markov runs on the
+chain's d population rows, the update, the records) ..."""
+REALTEXT_ENTRY_S = 1e-9
+"""... plus this per step × real run × window × vocabulary · width: the fused loss's wide pass
+(``fused.wide``) measured 5.1e-10 s per entry at real_text's paper size (benchmarks/bench_markov_step.py
+--real-text: 201 ms a step for 3 × 16,163 windows, d 256, m 32, one thread, load ≈ 4), doubled for the
+held-out measures of the recorded states and the load (book defaults: 65.1 s measured, 55 s estimated)."""
 MINIBATCH_ENTRY_S = 1.0e-8
 """Real-data minibatch training: per step × model × (batch × length + vocabulary) × width (real_sva: the
 experiment cell 11.9 s at the book defaults; 4× the epochs: 109.4 s wall, 47.6 s CPU at load 3.4)."""
@@ -150,6 +155,7 @@ def minibatch_s(steps: float, models: float, batch: float, length: float, vocab:
     return MINIBATCH_ENTRY_S * steps * models * (batch * length + vocab) * width
 
 
-def realtext_gd_s(steps: float, runs: float, rows: float, seq_len: float, vocab: float, width: float) -> float:
-    """Full-batch GD of ``runs`` batched one-layer models on ``rows`` windows of ``seq_len`` tokens."""
-    return REALTEXT_ENTRY_S * steps * runs * rows * seq_len * vocab * width
+def realtext_gd_s(steps: float, runs: float, rows: float, vocab: float, width: float) -> float:
+    """Full-batch GD of ``runs`` batched one-layer models on ``rows`` windows (in counts form: the context
+    length does not enter) of a ``vocab``-token vocabulary, width ``width``, with their Markov runs."""
+    return steps * (REALTEXT_STEP_S + REALTEXT_ENTRY_S * runs * rows * vocab * width)

@@ -363,16 +363,13 @@ COSTS = {
 
 
 def _real_text_cost(c) -> float:
-    runs_ = 2 * c.n_seeds  # a real and a Markov run per seed, per corpus
-    return costs.page(
-        len(c.corpora)
-        * costs.realtext_gd_s(c.steps, runs_, c.n_train + c.n_eval / c.record_every, c.seq_len, c.vocab_size, c.d_model)
-    )
+    windows = c.n_train + c.n_eval / c.record_every  # training windows, and the held-out ones at every record
+    return costs.page(len(c.corpora) * costs.realtext_gd_s(c.steps, c.n_seeds, windows, c.vocab_size, c.d_model))
 
 
 REAL_TEXT_COST = (
     _real_text_cost,
-    "full-batch GD, corpora × 2 n_seeds runs × steps × n_train × seq_len × vocab_size · d_model",
+    "full-batch GD, corpora × steps × n_seeds × (n_train + n_eval/record_every) × vocab_size · d_model",
 )
 """The real_text page's estimate (``realtext.SCHEMA``, cost=REAL_TEXT_COST)."""
 
