@@ -103,6 +103,14 @@ TIER2 = [
         "robustness: dilution and escape on far chains and a second seed set (8 page kernels)",
     ),
     Tier2(
+        "test_stages_causal.py",
+        "test_book_default_domain_boundaries_are_prefix_stable|test_other_hub_chains_and_seeds|"
+        "test_dirichlet_chains|test_sampled_runs",
+        None,
+        "prefix stability of the stage boundaries domains read, on the book-default runs of four pages and on "
+        "other chains, seeds and sampled data (~45 s); the synthetic records and the smoke flows are tier 1",
+    ),
+    Tier2(
         "test_export.py",
         "test_exported_page_runs_with_plain_papermill_in_an_empty_folder",
         None,

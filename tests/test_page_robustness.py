@@ -4,7 +4,6 @@ R5's transverse forecast from the end of the first dilution (drive, growing mode
 rate's domain read from states before the fit (B15), B8's trap rule and B3's criterion."""
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -52,7 +51,7 @@ def test_variant_rows_and_read_outs_of_a_short_run(short_run):
     (row,) = training.variant_rows({("test", "short"): short_run}, {("test", "short"): detected})
     assert row["stages"] == detected.letters() and math.isnan(row["t_focus"]) and math.isnan(row["t_escape"])
     assert row["final_loss"] == pytest.approx(short_run.quantities["loss"][-1])
-    assert math.isnan(training.growth_after_dilution(short_run, detected))  # no first dilution
+    assert math.isnan(training.growth_after_dilution(short_run, stages.end_of_dilution(short_run)))  # no dilution
     assert training.first_move(short_run, detected) == 0.0  # no attention move
 
 
@@ -173,23 +172,24 @@ def test_forecast_of_a_short_run(chain):
         <= np.linalg.norm(run.states["W0"][run.at(30.0)].numpy())
         + np.linalg.norm(run.states["W1"][run.at(30.0)].numpy())
     )
-    fake = SimpleNamespace(get=lambda *a, **k: stages.Stage("dilution", 10.0, 30.0, 1, 1.5))
-    by_key = transverse.forecast_population({"r": run}, {"r": fake}, ["r"], lr=1.0, record_every=5, device="cpu")
+    decided = stages.Decision(30.0, stages.Stage("dilution", 10.0, 20.0, 1, 1.5), None, 30.0)  # over at t = 30
+    by_key = transverse.forecast_population({"r": run}, {"r": decided}, ["r"], lr=1.0, record_every=5, device="cpu")
     assert by_key["r"].gain == pytest.approx(fc_mid.gain)
 
 
 # ----------------------------------------------------------------------------- B15: the escape rate's domain
 def test_window_rate_outside_when_theta_c2_not_reached(short_run):
-    rate, dom, t0 = transverse.window_rate(short_run, stages.detect_run(short_run), None)
+    rate, dom, t0 = transverse.window_rate(short_run, stages.end_of_dilution(short_run), None)
     assert not dom and "θ_c² reached" in dom.reason and t0 is None and math.isnan(rate)
 
 
 def test_window_rate_domain_reads_the_forecast_not_the_window(short_run):
     """Issue 21: with θ_c² 'reached' at t = 20 and a forecast there that predicts σ₂ = 0.1, the run without a
     window is inside the domain and its rate is NaN (the check fails), every state read at or before t0."""
-    detected = stages.Stages(
-        [stages.Stage("condensation", 0.0, 10.0, 1, 1.6), stages.Stage("dilution", 12.0, 20.0, 1, 1.5)], []
+    seen = stages.Stages(
+        [stages.Stage("condensation", 0.0, 10.0, 1, 1.6), stages.Stage("dilution", 12.0, 18.0, 1, 1.5)], []
     )
+    detected = stages.Decision(20.0, seen.stages[1], seen, 20.0)  # the first dilution seen over at t = 20
     fc = transverse.TransverseForecast(t_start=20.0, sigma2=0.004, amplitude=0.004, gain=10.0)
     rate, dom, t0 = transverse.window_rate(short_run, detected, fc)
     assert dom and math.isnan(rate) and t0 == 20.0 and dom.latest_state <= t0

@@ -171,7 +171,10 @@ display.table(stages.measure_rows([run.label for run in trained], per_seed))
 # a horizon long enough: R2's plateau time puts the first focus within the horizon, and R5's
 # forecast made at the end of condensation (the flow continued on $\mathcal M_1$ from that state,
 # $\int\sigma_{\max}(M_\perp)dt$ against $\log(10\sigma_2/|\alpha|)+\log2$) puts the escape within it,
-# at $t=$ {glue:text}`t_escape_due:.0f`. No domain reads the flow's own stages (they are B1's
+# at $t=$ {glue:text}`t_escape_due:.0f`. The end of condensation is the first stored time at which the
+# stage detector, reading the flow *up to that time only*, finds condensation over
+# (`stages.end_of_condensation`; $t=$ {glue:text}`t_cond:g`): its place does not depend on anything
+# later. No domain reads the flow's later stages (they are B1's
 # measurement) nor the stages found in the trained runs: inside the domain the theory predicts
 # every stage, and a seed in which the detector misses the stage a claim is measured on counts
 # against that claim. The claims on training need GD stable through the forecast escape
@@ -213,8 +216,10 @@ display.table(stages.measure_rows([run.label for run in trained], per_seed))
 
 # %%
 WILKS_FACTOR = 3.0  # B14: the θ_c² level may differ from the flow's by this many times k/(2N) (Statistics, above)
-t_cond = float(f"{stages_flow.stages[0].end:.6g}")  # end of condensation, at the ledger's precision (claims.state)
-at_cond = claims.state("the flow at the end of condensation (R5 forecast from it)", t=t_cond)
+cond = stages.end_of_condensation(flow)  # condensation over, decided from the flow up to then only (issue 21)
+t_cond = float(f"{cond.t if cond.found else flow.t[-1]:.6g}")  # at the ledger's precision (claims.state)
+at_cond = claims.state("the flow at the end of condensation, located from t ≤ t_cond only (R5 forecast from it)",
+                       t=t_cond)
 forecast = transverse.escape_forecast(flow, markov, t_cond, horizon, score_scale)  # R5 from the state at t_cond
 t_focus_due = closed_forms.plateau_time(markov, init_scale, score_scale)  # R2: T₁ + log(1/ε²)/(2|g|)
 t_cycle2 = forecast.t_due + t_focus_due  # the forecast end of cycle 2
@@ -223,7 +228,7 @@ s2_cond = flow.value("sigma2", t_cond)  # the transverse level condensation leav
 lam_esc = forecast.eta_lambda_max(lr)  # η λ_max on the forecast run at the forecast escape
 k_eff = 2 * markov.d + 1  # rank-one parameters fitted on θ_c²
 tol_c2 = WILKS_FACTOR * k_eff / (2 * n_samples)  # B14: WILKS_FACTOR · k/(2N)
-display.glue(t_escape_due=forecast.t_due, t_cycle2=t_cycle2, lam_at_escape=lam_esc, tol_c2=tol_c2,
+display.glue(t_cond=t_cond, t_escape_due=forecast.t_due, t_cycle2=t_cycle2, lam_at_escape=lam_esc, tol_c2=tol_c2,
              noise_delta=1 / np.sqrt(n_samples * markov.pi.min()))
 
 theory = claims.domain(

@@ -185,7 +185,9 @@ exercises.check("ent_rise_mine", ent_rise_mine, expected=red.ent_rise, rtol=1e-9
 # With an asymmetry $\delta$ the flow escapes $\theta_c^2$ ({doc}`escape`) and a second cycle follows in
 # new embedding directions, visible in the global quantities. `stages.second_cycle` reads the escape
 # (first $\sigma_2(W_0)>0.1$ after the first onset of focus), the hub attention and the attention entropy
-# after it, and the stage the detector (`stages.detect_run`) puts right before the escape.
+# after it, and the stage the detector puts right before the escape, reading the run up to the escape only
+# (`stages.detect_run(run, until=t_esc)`: the second-cycle claims are measured from the escape, and their
+# domain reads that stage).
 
 # %%
 chain_cycle = hub_family(cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc, cfg.delta_cycle) if cfg.chain == "hub" else markov

@@ -75,7 +75,7 @@ chain = pagesetup.start_training_page(cfg)
 horizon = cfg.lr * cfg.steps
 flow = pagesetup.page_flow(cfg, chain)        # the population flow from θ(0) to t = η·steps (BDF, float64)
 trained = pagesetup.trained_runs(cfg, chain)  # GD on N sampled sequences, one run per data seed, the same θ(0)
-flow_ph = pca.run_phases("flow", flow, chain, cfg.n_components, cfg.centre)  # PCA, stages, phase movements
+flow_ph = pca.run_phases("flow", flow, chain, cfg.n_components, cfg.centre, causal=True)  # PCA, stages, movements
 seed_ph = [pca.run_phases(r.label, r, chain, cfg.n_components, cfg.centre) for r in trained]
 seeds = pca.seed_means(seed_ph)               # seed means of the movements (a missing phase left out)
 display.glue(horizon=horizon, n_seeds=len(seed_ph))
@@ -178,7 +178,10 @@ display.glue(cos_pi_flow=flow_ph.cos_pi, cos_pi_trained=seeds["cos_pi"], cos_pc1
 # (`claims.check_mean(..., underpowered=True)`); a seed mean at or below 1 fails, however few the seeds.
 # The population flow is a function of $\theta(0)$ and the chain alone, so the trained claim's forecast reads
 # no trained run, though a seed may start its own window before the flow's. Neither domain reads the flow's own
-# escape or expansion: those are B9's measurement.
+# escape or expansion: those are B9's measurement. The flow's window starts at the first stored time at which the
+# stage detector, reading the flow *up to that time only*, finds the first dilution over
+# (`stages.end_of_dilution`), so the state the forecast reads is placed by nothing later (issue 21); a seed's
+# window starts at the end of its first dilution as located on the whole run (no domain reads a seed's state).
 
 # %%
 COS_ATOL = 1e-2         # B3: 1 − cos(W0's left singular vector, π): twice the largest R1 deviation the domain admits
@@ -196,7 +199,8 @@ g = closed_forms.g_rate(chain, cfg.score_scale)
 t_cond_due = COND_DUE * closed_forms.escape_time_origin(chain, cfg.init_scale)
 t_plateau = closed_forms.plateau_time(chain, cfg.init_scale, cfg.score_scale)
 t_diluted_due = DILUTION_DUE * t_plateau
-fc = pca.expansion_forecast(flow, chain, flow_ph.t_diluted, cfg.score_scale)  # R5 from the flow at t_D1 (None: no t_D1)
+t_window = flow_ph.window_start if flow_ph.window_start is not None else np.nan  # first dilution over (causal)
+fc = pca.expansion_forecast(flow, chain, t_window, cfg.score_scale)  # R5 from the flow at t_D1 (None: no t_D1)
 at_d1 = claims.state("R5 forecast from the flow at the end of its first dilution", t=flow_ph.window_start)
 at_flow = claims.state(f"R5 forecast from the population flow at the end of its first dilution (t = "
                        f"{flow_ph.window_start}): θ(0) and the chain alone, no trained run read")

@@ -161,16 +161,21 @@ print("first focus t:", t_focus)
 loss_m1 = runs["m", 1].quantities["loss"][-1] if 1 in cfg.widths else np.nan  # the width without a transverse direction
 trapped_run = runs["δ", 0.0]  # population GD on the symmetric chain
 trapped_stages = detected["δ", 0.0]
-t_d1 = trapped_stages.get("dilution", 1).end  # θ_c² reached: the end of the first dilution
+# θ_c² reached: the first stored time at which the detector, reading a run up to then only, finds its first
+# dilution over (stages.end_of_dilution; issue 21) — the state every escape and trap domain reads, and the start
+# of what they measure
+escape_keys = [k for k in runs if k[0] == "m" and k[1] >= 2 or k[0] == "δ" and k[1] > 0 or k == ("δ", 0.0)]
+diluted = {k: stages.end_of_dilution(runs[k]) for k in escape_keys}
+diluted_sampled = [stages.end_of_dilution(r) for r in sampled]
+t_d1 = diluted["δ", 0.0].t
 rate_trap_pop = trapped_run.rate("sigma2", t_d1, trapped_run.t[-1]) if np.isfinite(t_d1) else np.nan
-forecasts = transverse.forecast_population(runs, detected, [k for k in runs if k[0] == "m" and k[1] >= 2 or
-                                                            k[0] == "δ" and k[1] > 0], lr=cfg.lr,
+forecasts = transverse.forecast_population(runs, diluted, [k for k in escape_keys if k != ("δ", 0.0)], lr=cfg.lr,
                                            record_every=cfg.record_every, score_scale=cfg.score_scale,
                                            device=cfg.device)  # R5 from the end of each run's first dilution
-rates = {k[1]: transverse.window_rate(runs[k], detected[k], forecasts[k]) for k in runs
+rates = {k[1]: transverse.window_rate(runs[k], diluted[k], forecasts[k]) for k in runs
          if k[0] == "δ" and k[1] > 0}  # δ → (rate in [0.01, 0.1], its domain, the window start)
-growths = [training.growth_after_dilution(r, d) for r, d in zip(sampled, detected_sampled)]
-forecasts_sampled = pagesetup.sampled_forecasts(cfg, symmetric, sampled, detected_sampled)  # on each seed's own rows
+growths = [training.growth_after_dilution(r, d) for r, d in zip(sampled, diluted_sampled)]
+forecasts_sampled = pagesetup.sampled_forecasts(cfg, symmetric, sampled, diluted_sampled)  # on each seed's own rows
 s2_sampled = sampled[0].quantities["sigma2"]
 display.glue(loss_m1=loss_m1, bigram=markov.bigram_loss(), s2_trapped=trapped_run.quantities["sigma2"][-1],
              deltas_txt=", ".join(f"{d:g}" for d in rates), rates_txt=", ".join(f"{r[0]:.5f}" for r in rates.values()),
@@ -266,6 +271,9 @@ display.glue(g_txt=", ".join(f"{x:+.5f}" for x in g_chain), dhub_txt=", ".join(f
 # inside the window, and the slope there is not yet the mode's), and $\sigma_2(W_0)$ predicted to reach the
 # window's top 0.1 within the horizon ($\int\sigma_{\max}dt\ge\log(0.1/|\alpha|)+\log2$); at the window
 # start, the mode's state must bias the fitted slope by at most 0.5 % (the conditions of {doc}`escape`).
+# "The end of the first dilution" is, for every run, the first stored time at which the stage detector, reading
+# the run *up to that time only*, finds its first dilution over (`stages.end_of_dilution`): what it reads and
+# where the trap's and the escape's measurements start do not depend on anything later (issue 21).
 # *Escape rate (B15).* GD with step $\eta$ grows a linear mode of rate $\lambda$ at
 # $\log(1+\eta\lambda)/\eta\approx\lambda(1-\eta\lambda/2)$, at most 0.6 % below $\lambda$ for
 # $\lambda\le0.011$, $\eta=1$; the spec's values come from Euler with $\Delta t=0.05$ (0.03 % below)
@@ -300,7 +308,7 @@ for m in [m for m in cfg.widths if m >= 2]:  # m = 1: σ₂ ≡ 0, no claim to t
                  measured_from=transverse.forecast_time(forecasts["m", m]), domain=claims.domain(
                      ("δ > 0", cfg.delta > 0, f"δ = {cfg.delta:g}"),
                      ("GD (the transverse linearization is of the flow)", cfg.optimizer == "gd", cfg.optimizer),
-                 ) & transverse.forecast_domain(forecasts["m", m], detected["m", m].letters()))
+                 ) & transverse.forecast_domain(forecasts["m", m], diluted["m", m].letters()))
 spec_chain = (cfg.n_low, cfg.a_h, cfg.b_h, cfg.c_cyc) == (4, 0.5, 0.3, 0.4)  # the chain of the spec's rate table
 for dl, (rate, dom, t0) in rates.items():
     claims.check("B15", rate, SPEC["escape_rate"].get(dl, np.nan), rtol=0.02, source="reconstruction",  # 2 %: above
@@ -308,8 +316,9 @@ for dl, (rate, dom, t0) in rates.items():
                      ("the spec's chain (n = 4, a_h = 0.5, b_h = 0.3, c_cyc = 0.4)", spec_chain, ""),
                      ("δ in the spec's escape-rate table", dl in SPEC["escape_rate"], f"δ = {dl:g}")) & dom)
 at_c2 = claims.domain(("the δ = 0 run reached θ_c² (first dilution detected)", np.isfinite(t_d1),
-                       trapped_stages.letters(),
-                       claims.state("the δ = 0 run at the end of its first dilution", t=t_d1)))
+                       diluted["δ", 0.0].letters(),
+                       claims.state("the δ = 0 run at the end of its first dilution, located from t ≤ that time only",
+                                    t=t_d1)))
 from_d1 = float(t_d1) if np.isfinite(t_d1) else None
 claims.check("B8", trapped_run.quantities["sigma2"][-1], predicate=claims.below(0.01), domain=at_c2,
              measured_from=from_d1, tolerance="< 0.01 (no transverse growth)", source="paper + reconstruction",

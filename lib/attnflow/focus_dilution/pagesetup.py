@@ -104,17 +104,18 @@ def page_flow_until(cfg, chain: MarkovChain, flow: runs.FlowRun, t_end: float) -
     return page_flow(cfg, chain, float(math.ceil(t_end)))
 
 
-def sampled_forecasts(cfg, chain: MarkovChain, runs: list, detected: list) -> list:
-    """R5's forecast (``transverse.forecast``) of each sampled run (:func:`trained_runs` on ``chain``) from the end
-    of its first detected dilution, on the rows that run trained on (its ``examples``, not sampled again): a list
-    with None where no first dilution was detected — and None for every run when fewer than ``stats.MIN_SEEDS``
-    reach one (a share over them cannot be decided, so nothing is forecast)."""
+def sampled_forecasts(cfg, chain: MarkovChain, runs: list, decided: list) -> list:
+    """R5's forecast (``transverse.forecast``) of each sampled run (:func:`trained_runs` on ``chain``) from the time
+    its first dilution is over (``decided``: ``stages.end_of_dilution`` of each run, from the run up to then only),
+    on the rows that run trained on (its ``examples``, not sampled again): a list with None where no first dilution
+    was decided — and None for every run when fewer than ``stats.MIN_SEEDS`` reach one (a share over them cannot
+    be decided, so nothing is forecast)."""
     import numpy as np
 
     from attnflow import stats
     from attnflow.focus_dilution import transverse
 
-    starts = [d.get("dilution", 1).end for d in detected]
+    starts = [d.t for d in decided]
     if np.isfinite(starts).sum() < stats.MIN_SEEDS:
         return [None] * len(runs)
     rows = [r.examples if np.isfinite(t) else None for r, t in zip(runs, starts)]

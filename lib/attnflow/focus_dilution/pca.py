@@ -200,12 +200,13 @@ class Phases:
     cos_pc1: float  # cos(PC1 coordinates of the tokens there, π): the figure's picture, not B3
     retract_hub: float  # PC1 change of the hub, first focus → end of the first dilution (NaN: not found)
     retract_low: float  # largest PC1 change of a low token (NaN: not found)
-    spread_before: float  # low tokens' spread off PC1 at the end of the first dilution (NaN: not found)
+    spread_before: float  # low tokens' spread off PC1 at the expansion window's start (NaN: none)
     spread_after: float  # ... at the run's end
+    decision: object = None  # stages.Decision: the window starts when the first dilution is over, decided causally
 
     @property
     def growth(self) -> float:
-        """B9: spread off PC1 at the end / at the end of the first dilution (NaN: no first dilution)."""
+        """B9: spread off PC1 at the end / at the window start (:attr:`window_start`; NaN: none)."""
         return self.spread_after / self.spread_before
 
     @property
@@ -220,7 +221,12 @@ class Phases:
 
     @property
     def window_start(self) -> float | None:
-        """The stored time at which the expansion (B9) is measured from: the end of the first dilution (None: none)."""
+        """The stored time at which the expansion (B9) is measured from (None: none): with a :attr:`decision`
+        (``run_phases(..., causal=True)``), the first stored time at which the detector, reading the run up to
+        then only, finds the first dilution over — a domain may read the state there (issue 21); else the stored
+        time closest to the end of the first dilution located on the whole run."""
+        if self.decision is not None:
+            return self.decision.time
         return float(self.run.t[self.run.at(self.marks["diluted"])]) if self.found else None
 
     @property
@@ -254,11 +260,13 @@ def first_focus_dilution(detected):
     return f1, detected.get("dilution", after=f1.start) if np.isfinite(f1.start) else stages.MISSING
 
 
-def run_phases(name: str, run, chain, n_components: int = 3, centre: bool = False) -> Phases:
+def run_phases(name: str, run, chain, n_components: int = 3, centre: bool = False, causal: bool = False) -> Phases:
     """PCA of one run's embeddings W0(t) (flow or trained), its detected stages, the phase marks (end of
     condensation, start of the first focus, end of the first dilution after it, end) and the movements there
     (:func:`phase_movements`); B3's cos(W0's top left singular vector, π) where the loss first reaches
-    :func:`unigram_level`."""
+    :func:`unigram_level`. ``causal``: the expansion window (B9) starts when the first dilution is over as decided
+    from the run up to then only (``stages.end_of_dilution(run, after_focus=True)``), for a run whose state there
+    a domain reads (the flow's R5 forecast); else at the end of the first dilution located on the whole run."""
     from attnflow.focus_dilution import stages
 
     W0 = run.result.states()["W0"] if getattr(run, "result", None) is not None else run.states["W0"]  # (T, d, m)
@@ -277,6 +285,14 @@ def run_phases(name: str, run, chain, n_components: int = 3, centre: bool = Fals
     mv = phase_movements(p, run.t, chain.pi, chain.hub, marks)
     if not found:  # no first focus and dilution: no retraction or expansion window, nothing measured
         mv.update(retract_hub=NAN, retract_low=np.array([NAN]), spread_before=NAN, spread_after=NAN)
+    decision = stages.end_of_dilution(run, after_focus=True) if causal else None
+    if decision is not None:  # the expansion window is [decision, end]: none where never decided
+        at = (
+            phase_movements(p, run.t, chain.pi, chain.hub, {**marks, "diluted": decision.t})
+            if decision.found
+            else dict(spread_before=NAN, spread_after=NAN)
+        )
+        mv.update(spread_before=at["spread_before"], spread_after=at["spread_after"])
     return Phases(
         name=name,
         run=run,
@@ -291,6 +307,7 @@ def run_phases(name: str, run, chain, n_components: int = 3, centre: bool = Fals
         retract_low=float(mv["retract_low"].max()),
         spread_before=mv["spread_before"],
         spread_after=mv["spread_after"],
+        decision=decision,
     )
 
 

@@ -29,6 +29,38 @@ Three signals, three rules; each threshold is an amplitude, never a time:
 Labels are combined with priority condensation > dilution > focus > escape > plateau: the escape
 lasts until attention moves again (the next cycle's focus), and it starts a new cycle.
 ``tests/test_stages.py`` recovers known boundaries of synthetic step curves.
+
+**Causality (issue 21, DESIGN principle 9).** Run on a whole record, the detector places a boundary
+with data after it, so a boundary read by a claim's domain would read a later state:
+
+- the log-time grids (1024 points for the loss, 2048 for the swings) span the record to its last
+  time: every located edge moves with the record's end;
+- the loss speed is smoothed over 5 grid points centred (2 ahead) and differentiated centrally (1
+  ahead); the focus signals are median-filtered over 5 stored samples centred (2 ahead); at a
+  record's end both are one-sided or padded;
+- a transition counts where its peak speed is ≥ ``peak_frac`` × the fastest loss speed of the record
+  and its drop ≥ ``min_drop`` × the loss range of the record: a later, larger drop raises both bars;
+- transitions are grown from the highest peak first and stop where they meet one already found, and
+  adjacent ones merge: an early transition's end can be a later one's (condensation merged with the
+  first focus ends after the focus);
+- a transition's or swing's edges are where its speed falls below a share of its own peak speed,
+  and a swing's end extremum is confirmed only when the signal turns back by ``min_swing``: the
+  amplitude filter of the moves and the extent of the swing read the signal up to that turn;
+- a rise meets the following fall at the extremum where the gap is short (the end of a focus is set
+  by the next dilution's start);
+- an escape exists only once σ₂ has grown ``min_rank_factor``-fold; its start is moved past a move
+  under way and then to the start of the loss transition it triggers, later; and escapes that start
+  before a stage renumber its cycle (a first dilution becomes cycle 2).
+
+A domain therefore never reads a boundary of the whole-record detection. :func:`detect` with
+``until=t`` locates the stages from the stored times ≤ t only, and :func:`decide` gives a boundary
+decided causally: the first stored time at which the detector, reading the record up to that time
+only, finds a stage over (its located end at least the detector's own look-ahead before: the
+stencils above, :data:`DECISION_GRID` loss-grid steps or the median filter's half-width plus two
+swing-grid steps). That time is the boundary a domain reads and a measurement starts from
+(:func:`end_of_condensation`, :func:`end_of_dilution`); it is the same whatever follows it
+(``tests/test_stages_causal.py``). The whole-record detection stays what measurements read (the
+stage sequence of B1, the windows of the cycle page's measures).
 """
 
 from __future__ import annotations
@@ -46,6 +78,13 @@ __all__ = [
     "Stage",
     "Stages",
     "detect",
+    "detect_run",
+    "Decision",
+    "decide",
+    "decide_run",
+    "end_of_condensation",
+    "end_of_dilution",
+    "DECISION_GRID",
     "loss_transitions",
     "swings",
     "shade",
@@ -276,6 +315,7 @@ def detect(
     peak_frac: float = 0.02,
     min_drop: float = 0.02,
     smooth: int = 5,
+    until: float | None = None,
 ) -> Stages:
     """Stages of one trajectory from its loss (T,), focus signal(s) and rank signal (T,) (module docstring).
 
@@ -288,18 +328,16 @@ def detect(
         plateau wiggles of ~10⁻⁴ and < the first-cycle swing of ~0.02).
     min_rank_factor: smallest growth of ``rank`` that counts as a new direction (×10).
     smooth: running-median width (stored samples) applied to the focus signals first.
+    until: locate the stages from the stored times t ≤ ``until`` only, as if the record ended there
+        (nothing after it is read: the detection a domain may use at that time, issue 21).
     """
+    if until is not None:
+        t, loss, focus, rank = _prefix(until, t, loss, focus, rank)
     t, loss = _check(t, loss, "loss")
     if not min_rank_factor > 1:
         raise ValueError(f"min_rank_factor = {min_rank_factor!r}; allowed: a number > 1")
     trans = loss_transitions(t, loss, peak_frac=peak_frac, edge_frac=edge_frac, min_drop=min_drop)
-    signals = (
-        []
-        if focus is None
-        else list(focus.values())
-        if isinstance(focus, dict)
-        else (list(focus) if isinstance(focus, (list, tuple)) else [focus])
-    )
+    signals = _signal_list(focus)
     f_sw = sorted(
         s
         for y in signals
@@ -347,6 +385,35 @@ def detect(
         cycle = 1 + sum(e0 < a - 1e-9 * (t1 - t0) for e0, _ in escapes)
         out.append(Stage(name, float(a), float(b), cycle, level))
     return Stages(out, trans, f_sw, r_sw)
+
+
+def _signal_list(focus) -> list:
+    """The focus signals of :func:`detect` as a list (one signal, a list or a dict name → signal)."""
+    if focus is None:
+        return []
+    if isinstance(focus, dict):
+        return list(focus.values())
+    return list(focus) if isinstance(focus, (list, tuple)) else [focus]
+
+
+def _prefix(until, t, loss, focus=None, rank=None):
+    """The inputs of :func:`detect` restricted to the stored times t ≤ ``until`` (focus kept as one signal, a
+    list or a dict)."""
+    t = np.asarray(t, dtype=float)
+    if not np.isfinite(until):
+        raise ValueError(f"until = {until!r}; allowed: a finite time")
+    k = int(np.searchsorted(t, until, side="right"))
+
+    def cut(y):
+        return None if y is None else np.asarray(y, dtype=float)[:k]
+
+    if isinstance(focus, dict):
+        focus = {name: cut(y) for name, y in focus.items()}
+    elif isinstance(focus, (list, tuple)):
+        focus = [cut(y) for y in focus]
+    else:
+        focus = cut(focus)
+    return t[:k], cut(loss), focus, cut(rank)
 
 
 def _after_moves(a: float, moves: list[tuple[float, float]]) -> float:
@@ -402,10 +469,148 @@ def signals(run) -> dict[str, np.ndarray]:
     )
 
 
-def detect_run(run, **kw) -> Stages:
-    """:func:`detect` on a flow or a trained run, with the signals of :func:`signals`."""
+def detect_run(run, until: float | None = None, **kw) -> Stages:
+    """:func:`detect` on a flow or a trained run, with the signals of :func:`signals` (``until``: from the stored
+    times ≤ ``until`` only)."""
     inputs = signals(run)
-    return detect(run.t, inputs["loss"], focus=[inputs["hub"], inputs["low_hub"]], rank=inputs["rank"], **kw)
+    return detect(
+        run.t, inputs["loss"], focus=[inputs["hub"], inputs["low_hub"]], rank=inputs["rank"], until=until, **kw
+    )
+
+
+# ----------------------------------------------------------------------------- boundaries decided causally
+DECISION_GRID = 4
+"""Loss-grid steps a transition's located end must lie before the record's end to be final: the speed one step
+past the end must be clear of the record's end, and it reads the centred smoothing (2 steps ahead) of the central
+difference (1 step ahead)."""
+_SWING_GRID_STEPS = 2  # the swing speed one step past a move's end reads one more grid point (central difference)
+_LOSS_GRID, _SWING_GRID = 1024, 2048  # the grids of loss_transitions and swings (their n_grid defaults)
+MOVES = ("focus", "dilution")
+
+
+@dataclass
+class Decision:
+    """A stage boundary decided causally (:func:`decide`): ``t`` is the first stored time at which the detector,
+    reading the record up to ``t`` only, finds ``stage`` over (NaN: not within the record, or not before
+    ``until``); ``stage`` the stage as located then (:data:`MISSING` when never); ``stages`` the detection on the
+    stored times ≤ ``t`` (None when never); ``until`` the last stored time searched."""
+
+    t: float
+    stage: Stage
+    stages: Stages | None
+    until: float
+
+    @property
+    def found(self) -> bool:
+        return bool(np.isfinite(self.t))
+
+    @property
+    def time(self) -> float | None:
+        """``t`` where decided, None where not (a claim's ``measured_from``)."""
+        return float(self.t) if self.found else None
+
+    def letters(self) -> str:
+        """The stage sequence seen at the decision (initials; of the whole searched record when never decided)."""
+        return self.stages.letters() if self.stages is not None else ""
+
+
+def _settled_by(t: np.ndarray, name: str, smooth: int) -> float:
+    """The latest end at which a stage ``name`` located on the stored times ``t`` (a record ending at t[-1]) is
+    final, i.e. does not read the record's end: a move (focus, dilution) ``smooth // 2`` stored samples (the
+    median filter's padding) and two swing-grid steps before it; any other stage (ended by a loss transition)
+    :data:`DECISION_GRID` loss-grid steps before it."""
+    pos = t[t > 0]
+    span = np.log(t[-1]) - np.log(pos[0])
+    if name in MOVES:
+        h = max(smooth // 2, 0)
+        if len(t) <= h + 1:
+            return -np.inf
+        return float(t[-1 - h] * np.exp(-_SWING_GRID_STEPS * span / (_SWING_GRID - 1)))
+    return float(t[-1] * np.exp(-DECISION_GRID * span / (_LOSS_GRID - 1)))
+
+
+def decide(t, loss, focus=None, rank=None, *, pick, moves: bool = False, until: float | None = None, **kw) -> Decision:
+    """The first stored time τ at which ``pick(detect(..., until=τ))`` — the stage of interest as the detector
+    places it from the record up to τ only — is a stage that is over: found (finite) and ending by
+    :func:`_settled_by` (its end does not read the record's end). Nothing after τ is read, so the result is the
+    same on any record that agrees up to τ (the boundary a domain may read at τ and a measurement may start from:
+    module docstring, issue 21).
+
+    pick: ``Stages → Stage`` (e.g. ``lambda st: st.get("dilution", 1)``); :data:`MISSING` while absent.
+    moves: the picked stage is a focus or a dilution: the search starts where a focus signal's range first
+        reaches ``min_swing`` (before that no swing, hence no such stage, can be detected), and a pick of
+        another stage is refused.
+    until: search the stored times ≤ ``until`` only. ``kw``: the detector's settings (:func:`detect`).
+    """
+    if until is not None:
+        t, loss, focus, rank = _prefix(until, t, loss, focus, rank)
+    t = np.asarray(t, dtype=float)
+    smooth = kw.get("smooth", 5)
+    pos = np.flatnonzero(t > 0)
+    end = float(t[-1]) if len(t) else float("nan")
+    if len(pos) < 5:
+        return Decision(float("nan"), MISSING, None, end)
+    first = int(pos[4])  # the detector needs 5 stored times > 0
+    if moves:
+        sigs = [np.asarray(y, dtype=float) for y in _signal_list(focus)]
+        ranges = [np.maximum.accumulate(y) - np.minimum.accumulate(y) for y in sigs]
+        reach = [np.flatnonzero(r >= kw.get("min_swing", MIN_SWING)) for r in ranges]
+        reach = [r[0] for r in reach if len(r)]
+        if not reach:
+            return Decision(float("nan"), MISSING, None, end)
+        first = max(first, min(reach))
+    for k in range(first, len(t)):
+        st = detect(t, loss, focus, rank, until=float(t[k]), **kw)
+        sg = pick(st)
+        if not np.isfinite(sg.end):
+            continue
+        if moves and sg.name not in MOVES:
+            raise ValueError(f"decide(moves=True) picked a {sg.name!r} stage; moves is for {MOVES} only")
+        if sg.end <= _settled_by(t[: k + 1], sg.name, smooth):
+            return Decision(float(t[k]), sg, st, float(t[k]))
+    return Decision(float("nan"), MISSING, None, end)
+
+
+def decide_run(run, pick, *, moves: bool = False, until: float | None = None, **kw) -> Decision:
+    """:func:`decide` on a flow or a trained run, with the signals of :func:`signals`."""
+    inputs = signals(run)
+    return decide(
+        run.t,
+        inputs["loss"],
+        [inputs["hub"], inputs["low_hub"]],
+        inputs["rank"],
+        pick=pick,
+        moves=moves,
+        until=until,
+        **kw,
+    )
+
+
+def _first_stage(st: Stages) -> Stage:
+    return st.stages[0] if st.stages else MISSING
+
+
+def end_of_condensation(run, until: float | None = None, **kw) -> Decision:
+    """When condensation is over, decided causally (:func:`decide`): the first stored time at which the detector,
+    reading the run up to then, has ended its first stage (the cycle page's t_cond, from which R5 forecasts)."""
+    return decide_run(run, _first_stage, until=until, **kw)
+
+
+def end_of_dilution(
+    run, cycle: int | None = 1, *, after_focus: bool = False, until: float | None = None, **kw
+) -> Decision:
+    """When the first dilution is over, decided causally (:func:`decide`): the first stored time at which the
+    detector, reading the run up to then, has ended it — the dilution of cycle ``cycle`` (``after_focus``: the
+    first dilution after the first focus, whatever cycle it is counted in, as ``pca.first_focus_dilution``). The
+    state at that time is θ_c² reached, as a domain may read it (R5's forecasts, the trap's window)."""
+
+    def pick(st: Stages) -> Stage:
+        if after_focus:
+            f1 = st.get("focus")
+            return st.get("dilution", after=f1.start) if np.isfinite(f1.start) else MISSING
+        return st.get("dilution", cycle)
+
+    return decide_run(run, pick, moves=True, until=until, **kw)
 
 
 @dataclass
@@ -416,7 +621,9 @@ class SecondCycle:
     attention Σ_i π_i A_{i,hub} at the escape, at its largest after it (``hub_peak`` at ``t_hub_peak``)
     and its least after the peak; the attention entropy's least after the escape and its final value.
     ``pre_escape``: the stage the detector puts right before its first escape stage ending after
-    ``after`` (``t_esc_start`` its start); ``from_plateau``: that stage is a plateau after a focus."""
+    ``after`` (``t_esc_start`` its start); ``from_plateau``: that stage is a plateau after a focus. Both are
+    read from the detection of the run up to ``t_esc`` only (``detect_run(run, until=t_esc)``): the
+    second-cycle claims are measured from ``t_esc``, and their domain reads these (issue 21)."""
 
     escaped: bool
     t_esc: float
@@ -462,13 +669,15 @@ def escape_start(st: Stages, after: float) -> tuple[str, float, bool]:
 def second_cycle(run, after: float, escaped_at: float = 0.1, at: tuple = (), st: Stages | None = None) -> SecondCycle:
     """:class:`SecondCycle` of a flow ``run`` (quantities sigma2, hub_attention, attn_entropy, loss) past
     ``after`` (the onset of the first focus); ``at``: times at which to also read the hub attention
-    (``hub_at[t]``, at the stored time closest to min(t, t_esc)); ``st``: its stages (default
-    :func:`detect_run`), for :func:`escape_start`."""
+    (``hub_at[t]``, at the stored time closest to min(t, t_esc)); ``st``: its stages for :func:`escape_start`
+    (default: :func:`detect_run` on the stored times ≤ t_esc, the whole run where it does not escape)."""
     q, t = run.quantities, run.t
     hub, ent = q["hub_attention"], q["attn_entropy"]
     out_mask = (t > after) & (q["sigma2"] > escaped_at)
     nan = float("nan")
-    pre, t_start, from_plateau = escape_start(detect_run(run) if st is None else st, after)
+    if st is None:
+        st = detect_run(run, until=float(t[np.flatnonzero(out_mask)[0]]) if out_mask.any() else None)
+    pre, t_start, from_plateau = escape_start(st, after)
     if not out_mask.any():
         blank = dict.fromkeys(["t_esc", "hub_at_esc", "hub_peak", "t_hub_peak", "hub_min_after", "ent_min"], nan)
         return SecondCycle(

@@ -421,13 +421,13 @@ def amplitude_spread(run, detected) -> float:
     return float(a.std() / abs(a.mean()))
 
 
-def growth_after_dilution(run, detected) -> float:
-    """max σ₂(W0) after the end of the first dilution over σ₂(W0) there (NaN: no first dilution detected)."""
-    d1 = detected.get("dilution", 1)
-    if not np.isfinite(d1.end):
+def growth_after_dilution(run, decided) -> float:
+    """max σ₂(W0) from the time the first dilution is over (``decided``: ``stages.end_of_dilution``, from the run
+    up to then only) over σ₂(W0) then (NaN: no first dilution decided)."""
+    if not decided.found:
         return float("nan")
     s2 = run.quantities["sigma2"]
-    return float(s2[run.t >= d1.end].max() / s2[run.at(d1.end)])
+    return float(s2[run.t >= decided.t].max() / s2[run.at(decided.t)])
 
 
 def first_move(run, detected) -> float:

@@ -201,14 +201,15 @@ def forecast(
 
 
 def forecast_population(
-    runs: dict, detected: dict, keys, *, lr: float, record_every: int, score_scale: float = 1.0, device: str = "auto"
+    runs: dict, decided: dict, keys, *, lr: float, record_every: int, score_scale: float = 1.0, device: str = "auto"
 ) -> dict:
-    """:func:`forecast` of the population runs ``runs[k]`` (k in ``keys``) from the end of their first detected
-    dilution (``detected[k]``), each on its own chain's population rows; k → forecast (None: no first dilution)."""
+    """:func:`forecast` of the population runs ``runs[k]`` (k in ``keys``) from the time their first dilution is
+    over (``decided[k]``: ``stages.end_of_dilution``, decided from the run up to then only), each on its own
+    chain's population rows; k → forecast (None: no first dilution decided)."""
     keys = list(keys)
     out = forecast(
         [runs[k] for k in keys],
-        [detected[k].get("dilution", 1).end for k in keys],
+        [decided[k].t for k in keys],
         [training.population_examples(runs[k].chain) for k in keys],
         lr=lr,
         record_every=record_every,
@@ -218,19 +219,19 @@ def forecast_population(
     return dict(zip(keys, out))
 
 
-def window_rate(run, detected: stages.Stages, fc: TransverseForecast | None) -> tuple[float, claims.Domain, float]:
+def window_rate(run, decided: stages.Decision, fc: TransverseForecast | None) -> tuple[float, claims.Domain, float]:
     """Escape rate of σ₂(W0) in the spec's window [0.01, 0.1] after the first dilution (B15), with the domain of the
-    linear transverse regime read from states before the fit (issue 21): R5's forecast ``fc`` at the end of the
-    first dilution (θ_c² reached; σ₂(W0) ≤ ``FLOOR_RATIO`` × 0.01 there: linear and above the O(ε) transverse
-    level; σ₂ predicted to reach the window's top within the horizon) and the mode at the window start (predicted
-    slope bias ≤ ``escape.BIAS_MAX``). Where the forecast predicts the window and none is found, the rate is NaN
-    and the check fails. Returns (rate, domain, measured_from: the window start, or the forecast's time without a
-    window; None without a forecast)."""
-    d1 = detected.get("dilution", 1)
-    reached = bool(np.isfinite(d1.end)) and fc is not None
+    linear transverse regime read from states before the fit (issue 21): R5's forecast ``fc`` from the time the
+    first dilution is over (``decided``: ``stages.end_of_dilution``, from the run up to then only; θ_c² reached;
+    σ₂(W0) ≤ ``FLOOR_RATIO`` × 0.01 there: linear and above the O(ε) transverse level; σ₂ predicted to reach the
+    window's top within the horizon) and the mode at the window start (predicted slope bias ≤
+    ``escape.BIAS_MAX``). Where the forecast predicts the window and none is found, the rate is NaN and the check
+    fails. Returns (rate, domain, measured_from: the window start, or the forecast's time without a window; None
+    without a forecast)."""
+    reached = decided.found and fc is not None
     s = escape.escape_stats(run, after=fc.t_start if reached else float(run.t[-1]), strict=False)
     at_d1 = claims.state("R5 forecast at the end of the first dilution", t=fc.t_start if reached else NAN)
-    dom = claims.domain(("θ_c² reached: first dilution detected", reached, detected.letters(), at_d1))
+    dom = claims.domain(("θ_c² reached: first dilution detected", reached, decided.letters(), at_d1))
     if not reached:
         return float(s.rate), dom, None
     top = escape.WINDOW[1]
