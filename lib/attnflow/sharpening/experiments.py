@@ -311,6 +311,18 @@ def rows_by_ratio(results: dict, keys: Sequence[str], metrics: Sequence[str] = S
     ]
 
 
+def paired_steps(results: dict, metric: str) -> dict[tuple, np.ndarray]:
+    """{(*key, r_{k−1}, r_k): (n_seeds,) paired change between neighbouring ratios} over ``results``
+    ({key: ByRatio}), key by key (:meth:`ByRatio.steps`), flat so that a page checks one per line."""
+    return {(*key, *pair): v for key, res in results.items() for pair, v in res.steps(metric).items()}
+
+
+def paired_changes(results: dict, metric: str) -> dict[tuple, np.ndarray]:
+    """{(*key, r): (n_seeds,) paired change metric(r) − metric(r_1)} over ``results``, key by key
+    (:meth:`ByRatio.changes_from_first`), flat."""
+    return {(*key, r): v for key, res in results.items() for r, v in res.changes_from_first(metric).items()}
+
+
 def rises_where_free(x) -> bool:
     """A claims predicate on ``[changes, free]`` (per seed): no change is negative, and every change of a seed
     with room to rise (``free``) is positive."""
