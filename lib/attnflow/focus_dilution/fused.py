@@ -27,6 +27,14 @@ d-vector chains run at scalar latency. Measured with benchmarks/bench_markov_ste
 Everything runs in the data's dtype, as autograd does; the float32 results differ from autograd's by
 float32 round-off, of the same size as autograd's own error against float64 (tests/test_fused_markov.py).
 
+**Wide vocabularies** (``wide(d, m)``: d ≥ ``WIDE_D`` and m ≤ d/2, real_text's word pieces): the one-hot
+products E·query and query·∂xᵀ cost 2 d² B FLOPs each for what is a gather and a scatter, and V = W0 W1 has
+rank m, so ``_wide_pass`` gathers the score rows by the query index, scatters ∂L/∂S back by it, applies V
+through W0ᵀ and W1ᵀ (12 d m B FLOPs in all instead of 10 d² B) and sweeps the columns in blocks of
+``WIDE_BLOCK`` entries: at real_text's paper size (d 256, m 32) 3.2× the one-hot pass, at 58 % of the
+measured roofline (benchmarks/bench_markov_step.py --real-text). The chains' small d (5–8) keep the one-hot
+pass, where a gather gains nothing.
+
 :class:`MarkovLoss` is the ``torch.autograd.Function``: forward computes the per-run losses and keeps the
 gradients, backward returns them scaled by the losses' incoming gradient, so ``sweep.train`` (which calls
 ``torch.autograd.grad`` on the summed loss) trains through it unchanged, GD and Adam alike.
