@@ -78,9 +78,10 @@ def _device(backend: str | None = None) -> str:
 
 
 def _counts(claims_file: Path | None) -> dict:
-    if not claims_file or not claims_file.exists():
-        return {}
-    recs = json.loads(claims_file.read_text(encoding="utf-8"))["claims"]
+    """Verdict counts of a run's claims record; all zero where the run recorded none (a page that stopped
+    before its first check)."""
+    exists = claims_file is not None and Path(claims_file).exists()
+    recs = json.loads(Path(claims_file).read_text(encoding="utf-8"))["claims"] if exists else []
     out = {}
     for v, label in (("pass", "passed"), ("disagrees", "not reproduced"), ("outside", "outside"), ("fail", "failed")):
         out[label] = sum(r["verdict"] == v for r in recs)
@@ -322,7 +323,9 @@ def main(argv: list[str] | None = None) -> int:
             if left is not None and time.perf_counter() - start >= left:
                 print(f"{p.page}: stopped at the end of the budget; not recorded", flush=True)
                 continue
-            status, claims_file = f"page failed: {str(e).splitlines()[0][:120]}", None
+            # the claims the page checked before it stopped (a failed claim, a cell that raised) still count
+            kept = e.result.claims_file if e.result is not None else None
+            status, claims_file = f"page failed: {str(e).splitlines()[0][:120]}", kept
         except runner.RunError as e:
             print(f"{p.page}: error: {e}; not recorded", file=sys.stderr, flush=True)
             rc = 1
