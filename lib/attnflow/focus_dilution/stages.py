@@ -94,6 +94,8 @@ __all__ = [
     "CYCLE_ORDER",
     "has_subsequence",
     "letters",
+    "contains",
+    "AFTER_CONDENSATION",
     "CycleMeasures",
     "cycle_measures",
     "seed_means",
@@ -104,6 +106,20 @@ __all__ = [
 STAGE_NAMES = ("condensation", "plateau", "focus", "dilution", "escape")
 CYCLE_ORDER = ("condensation", "plateau", "focus", "dilution", "escape", "focus", "dilution")
 """The full cycle of claim B1: one cycle, the escape, and the next cycle's focus and dilution."""
+AFTER_CONDENSATION = CYCLE_ORDER[1:]
+"""B1's cycle measured from the end of condensation on (where its domains read their state)."""
+
+
+def contains(wanted=CYCLE_ORDER):
+    """The predicate "a stage sequence contains ``wanted`` in order" (for ``claims.check``)."""
+
+    def test(names) -> bool:
+        return has_subsequence(names, wanted)
+
+    test.__name__ = f"contains {' → '.join(wanted)}"
+    return test
+
+
 _PRIORITY = {"plateau": 0, "escape": 1, "focus": 2, "dilution": 3}
 
 
@@ -141,8 +157,10 @@ class Stages:
     focus_swings: list[tuple[float, float, int]] = field(default_factory=list)  # (start, end, ±1)
     rank_swings: list[tuple[float, float, int]] = field(default_factory=list)
 
-    def names(self) -> list[str]:
-        return [s.name for s in self.stages]
+    def names(self, after: float | None = None) -> list[str]:
+        """Stage names in order; with ``after``, only the stages that end after that time (the sequence a
+        claim measures from ``after`` on, e.g. from the end of condensation)."""
+        return [s.name for s in self.stages if after is None or s.end > after]
 
     def find(self, name: str, cycle: int | None = None) -> list[Stage]:
         return [s for s in self.stages if s.name == name and (cycle is None or s.cycle == cycle)]
@@ -156,9 +174,10 @@ class Stages:
         found = [s for s in self.find(name, cycle) if after is None or s.start > after]
         return found[0] if found else MISSING
 
-    def has_cycle(self, wanted=CYCLE_ORDER) -> bool:
-        """Whether the detected sequence contains ``wanted`` in order (claim B1)."""
-        return has_subsequence(self.names(), wanted)
+    def has_cycle(self, wanted=CYCLE_ORDER, after: float | None = None) -> bool:
+        """Whether the detected sequence (of the stages that end after ``after``) contains ``wanted`` in
+        order (claim B1)."""
+        return has_subsequence(self.names(after), wanted)
 
     def letters(self) -> str:
         return letters(self.names())
