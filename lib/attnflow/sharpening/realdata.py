@@ -172,6 +172,11 @@ def groups(names: Sequence[str]) -> dict[str, str]:
     return {n: "qk" if n in qk else "ov" for n in names}
 
 
+def qk_rate(lr: float, r: float) -> float:
+    """η_QK = r·η_OV: the learning rate of the query-key circuit (W_QK, or W_Q and W_K) at ratio r."""
+    return lr * r
+
+
 def _loss_stats(out: Output, data: Encoded, cfg: RealConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-model summed cross-entropy, correct count and relevant attention sum (each (P,))."""
     logp = torch.log_softmax(out.logits, dim=-1)  # (P, B, K)
@@ -236,11 +241,12 @@ def run(
     specs = [(float(r), int(s)) for r in lr_ratios for s in seeds]
     inits = {s: init_params(cfg, s) for s in seeds}
     circuit = groups(cfg.shapes())
+    rates = {"qk": [qk_rate(lr, r) for r, _ in specs], "ov": [lr for _ in specs]}  # (P,) per circuit
     tensors = {
         n: sweep.Stacked(
             torch.cat([inits[s][n] for _, s in specs]).to(dev),
             torch.arange(len(specs), device=dev),
-            torch.tensor([lr * (r if circuit[n] == "qk" else 1.0) for r, _ in specs], dtype=torch.float64, device=dev),
+            torch.tensor(rates[circuit[n]], dtype=torch.float64, device=dev),
         )  # float64: torch's Adam bits (sweep)
         for n in cfg.shapes()
     }
