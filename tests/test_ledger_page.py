@@ -141,6 +141,7 @@ def test_the_power_table_renders_every_mutant_of_power_yml(tmp_path):
     power = Path(__file__).resolve().parents[1] / "book" / "power.yml"
     rows = yaml.safe_load(power.read_text(encoding="utf-8"))
     assert rows and set(rows[0]) == {"claim", "page", "overrides", "target", "factor", "bug"}
+    assert all(set(m) <= set(rows[0]) | {"kill"} for m in rows)
     assert {m["claim"] for m in rows} <= set(claims.registry()), "a claim id of power.yml is not in claims.yml"
     src = tmp_path / "src"
     (src / "book" / "sharpening").mkdir(parents=True)
@@ -167,6 +168,8 @@ def test_the_power_table_renders_every_mutant_of_power_yml(tmp_path):
     for m in rows:
         assert m["target"] in body and f"× {m['factor']:g}" in body
     assert body.count("killed in CI by") == len(rows)
+    # a real-data row (kill: contradicted) says so in its verdict; the others do not
+    assert body.count("<strong>contradicted</strong>") == sum(m.get("kill") == "contradicted" for m in rows)
     assert 'href="book/sharpening/line_theorem.html"' in body  # a page of the project is a link
 
 

@@ -9,6 +9,14 @@ page without the bug on the same parameters (it must pass), so a kill is the mut
 page that fails anyway. The kill table is ``book/power.yml``; the claims page renders it
 (``{attnflow-power}``).
 
+A real-data check (``real_data=True``: claims of the paper measured on data the book cannot choose)
+never fails the page: its verdicts are reproduced ("pass"), contradicted or inconclusive, and only a
+non-finite value fails. Its row says ``kill: contradicted``: a check of the claim that the run without
+the bug reproduces (inside its domain) must be recorded contradicted with the bug (the same check,
+matched by its ``what`` without the per-seed values), and neither run may record a failure, so a
+mutant that crashes the page or makes it non-finite is no kill. Every other row is ``kill: fail`` (the
+default): the mutated page must fail the claim inside its domain.
+
 Exercise checks (``attnflow.exercises.check``) are not claims: in both runs they print their verdict
 and do not stop the page, so a mutant is killed by the claim's checks or not at all (an exercise that
 compares with a closed form would otherwise stop the page before its claims run).
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -29,9 +38,13 @@ from attnflow import runner
 pytestmark = pytest.mark.slow
 
 POWER = Path(__file__).resolve().parents[1] / "book" / "power.yml"
-# claim id expected to be killed, page, smoke overrides off the reference point, the target and the bug:
-# the target's value times a factor (book/power.yml, one row per mutant).
-MUTANTS = [(m["claim"], m["page"], m["overrides"], m["target"], m["factor"]) for m in yaml.safe_load(POWER.read_text())]
+KILLS = ("fail", "contradicted")  # what counts as a kill: the claim fails, or a reproduced check is contradicted
+# claim id expected to be killed, page, smoke overrides off the reference point, the target and the bug
+# (the target's value times a factor), what counts as a kill (book/power.yml, one row per mutant).
+MUTANTS = [
+    (m["claim"], m["page"], m["overrides"], m["target"], m["factor"], m.get("kill", "fail"))
+    for m in yaml.safe_load(POWER.read_text())
+]
 
 SITE = """
 import functools, importlib, inspect, os
@@ -83,19 +96,33 @@ if os.environ.get("ATTNFLOW_POWER"):  # exercise checks are not claims: they pri
 """
 
 
+def _records(out: Path, page: str) -> list[dict]:
+    return json.loads((out / f"{page.rsplit('/', 1)[1]}.claims.json").read_text())["claims"]
+
+
 def _verdicts(out: Path, page: str) -> dict[str, set[str]]:
-    rec = json.loads((out / f"{page.rsplit('/', 1)[1]}.claims.json").read_text())
     got: dict[str, set[str]] = {}
-    for r in rec["claims"]:
+    for r in _records(out, page):
         got.setdefault(r["id"], set()).add(r["verdict"])
     return got
+
+
+def _checks(out: Path, page: str, claim_id: str, verdict: str) -> set[str]:
+    """The checks of ``claim_id`` recorded with ``verdict``, each named by its ``what`` without the
+    per-seed values (as scripts/compare_ledger.py matches them)."""
+    return {
+        re.sub(r" \(per seed \[.*?\]\)", "", r["what"])
+        for r in _records(out, page)
+        if r["id"] == claim_id and r["verdict"] == verdict
+    }
 
 
 IDS = [f"{m[0]}-{m[1].rsplit('/', 1)[1]}-{m[3].rsplit(':', 1)[1]}" for m in MUTANTS]
 
 
-@pytest.mark.parametrize("claim_id, page, overrides, target, factor", MUTANTS, ids=IDS)
-def test_the_page_kills_a_plausible_bug(claim_id, page, overrides, target, factor, tmp_path, monkeypatch):
+@pytest.mark.parametrize("claim_id, page, overrides, target, factor, kill", MUTANTS, ids=IDS)
+def test_the_page_kills_a_plausible_bug(claim_id, page, overrides, target, factor, kill, tmp_path, monkeypatch):
+    assert kill in KILLS, f"kill {kill!r} of book/power.yml is not one of {KILLS}"
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(SITE))
@@ -110,6 +137,19 @@ def test_the_page_kills_a_plausible_bug(claim_id, page, overrides, target, facto
 
     monkeypatch.setenv("ATTNFLOW_MUTANT", f"{target}:{factor}")
     mutated = tmp_path / "mutant"
+    if kill == "contradicted":  # real-data checks: reproduced without the bug, contradicted with it
+        try:
+            runner.run_page(page, profile="smoke", parameters=overrides, output=mutated)
+        except runner.PageFailed as err:
+            pytest.fail(f"{target} × {factor} fails {page} (a crash or a non-finite value, not a contradiction): {err}")
+        assert "fail" not in set().union(*_verdicts(mutated, page).values())
+        reproduced = _checks(clean, page, claim_id, "pass")
+        killed = reproduced & _checks(mutated, page, claim_id, "contradicted")
+        assert killed, (
+            f"{target} × {factor} was not killed by {claim_id} on {page}: none of its reproduced checks "
+            f"({sorted(reproduced)}) is contradicted with the bug"
+        )
+        return
     with pytest.raises(runner.PageFailed) as err:
         runner.run_page(page, profile="smoke", parameters=overrides, output=mutated)
     killed = (

@@ -99,18 +99,33 @@ class PowerTable(Directive):
                     f"power table: claim {m['claim']!r} of {path.name} is not in claims.yml",
                     location=(env.docname, self.lineno),
                 )
+            if m.get("kill", "fail") not in POWER_KILLS:
+                logger.warning(
+                    f"power table: kill {m['kill']!r} of {path.name} ({m['claim']}) is not one of "
+                    f"{', '.join(POWER_KILLS)}",
+                    location=(env.docname, self.lineno),
+                )
         return [power_placeholder(rows=rows)]
 
 
+POWER_KILLS = {  # a row's ``kill`` (tests/test_power.py) -> what the verdict column adds to "killed in CI"
+    "fail": "",  # the claim fails inside its domain (the default)
+    "contradicted": "reproduced without the bug",  # a real-data check: reproduced without the bug, contradicted with it
+}
+
+
 def power_rows(rows: list[dict]) -> list[list]:
-    """The cells of the kill table but the page link: claim, page, bug (target × factor), parameters, verdict."""
+    """The cells of the kill table but the page link: claim, page, bug (target × factor), parameters,
+    verdict (what counts as a kill: the claim fails, or ``kill: contradicted`` for real-data checks)."""
     out = []
     for m in rows:
         target = nodes.literal(m["target"], m["target"])
         bug = nodes.inline()
         bug.extend([*_inline(m["bug"]), nodes.Text(" ("), target, nodes.Text(f" × {m['factor']:g})")])
         params = ", ".join(f"{k} = {_fmt(v)}" for k, v in (m.get("overrides") or {}).items())
-        out.append([m["claim"], m["page"], bug, f"smoke profile{', ' if params else ''}{params}", "killed in CI"])
+        how = POWER_KILLS.get(m.get("kill", "fail"), "")
+        verdict = "killed in CI" + (f" — contradicted ({how})" if how else "")
+        out.append([m["claim"], m["page"], bug, f"smoke profile{', ' if params else ''}{params}", verdict])
     return out
 
 
@@ -126,6 +141,9 @@ def _fill_power(app, doctree, fromdocname) -> None:
             link += nodes.Text(re.sub(r"([/_])", "\\1\u200b", m["page"]))  # break points in a narrow column
             verdict = nodes.inline()
             verdict += [nodes.Text("killed in CI by "), nodes.literal("tests/test_power.py", "tests/test_power.py")]
+            how = POWER_KILLS.get(m.get("kill", "fail"), "")
+            if how:  # a real-data check: contradicted, not failed
+                verdict += [nodes.Text(" — "), nodes.strong("contradicted", "contradicted"), nodes.Text(f" ({how})")]
             rows.append([cells[0], link, cells[2], cells[3], verdict])
         table = _table(["claim", "page", "the bug", "parameters", "verdict"], rows, widths=[6, 16, 44, 22, 12])
         table["classes"].append("attnflow-power")
