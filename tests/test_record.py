@@ -44,6 +44,8 @@ NOT_RUNS = {
     "with the rates fitted on it",
     "FlowState": "focus_dilution.measure: a flow's state at one stored time (‖∇L‖, λ_min, σ₂, L), read off a "
     "FlowRun; not a trajectory",
+    "Decision": "focus_dilution.stages: a stage boundary decided causally (its time t, the stage, the detection "
+    "up to t), read off a run; not a trajectory",
 }
 
 
