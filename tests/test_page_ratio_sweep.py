@@ -190,17 +190,26 @@ def with_third_ratio(mass_r3, acc_r3=(0.9, 0.9, 0.9)):
     return experiments.ByRatio([1.0, 10.0, 20.0], lv.seeds, values)
 
 
-def test_page_mass_between_neighbouring_ratios_is_decided_on_the_one_sided_bound(ledger):
+def test_page_mass_between_neighbouring_ratios_is_decided_on_the_seeds(ledger):
     """A tie at saturation passes; a fall in one seed that the seed mean hides (−0.0003 > −1e-3, which
-    the former point check on the seed means passed) fails on its one-sided 95 % bound."""
+    the former point check on the seed means passed) fails: on 3 seeds "most seeds" needs all three."""
     tie = with_third_ratio((0.98998, 0.98001, 0.995))  # r = 10 → 20: −2e-5, +1e-5, 0
     hidden = with_third_ratio((0.986, 0.982, 0.996))  # −0.004, +0.002, +0.001
     with pytest.raises(ledger.ClaimFailed, match="attention mass at r = 20 minus at r = 10"):
         run_claims_cell({("adamw", 0.5): tie, ("adamw", 0.1): hidden}, ledger)
     steps = [r for r in ledger.records() if "attention mass at r = " in r["what"]]
     assert [r["verdict"] for r in steps] == ["pass", "pass", "pass", "fail"]
-    assert "90% t interval above -0.001" in steps[-1]["tolerance"] and steps[-1]["n_seeds"] == 3
+    assert "in most seeds" in steps[-1]["tolerance"] and steps[-1]["measured"] == pytest.approx(2 / 3)
     assert hidden.seed_mean("attn_relevant")[2] - hidden.seed_mean("attn_relevant")[1] > -1e-3
+
+
+def test_page_mass_rise_with_a_wide_seed_spread_passes(ledger):
+    """Every seed rises, by very different amounts (the smoke run's [0.069, 0.178, 0.047]): a t bound on
+    3 seeds fell below −1e-3 and failed it; the sign claim passes."""
+    spread = with_third_ratio(by_ratio()["attn_relevant"][-1] + np.array([0.069, 0.178, 0.047]))
+    run_claims_cell({("sgd", 0.1): spread}, ledger)
+    steps = [r for r in ledger.records() if "attention mass at r = 20 minus at r = 10" in r["what"]]
+    assert [r["verdict"] for r in steps] == ["pass"]
 
 
 def test_page_accuracy_is_an_equivalence_at_every_ratio(ledger):

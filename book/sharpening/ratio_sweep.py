@@ -198,9 +198,10 @@ display.table(experiments.rows_by_ratio(results, keys=("optimizer", "L*")), floa
 #   seeds (a sign claim on paired seeds, `claims.check_share`: the one-sided 95% Wilson lower
 #   bound of the share of seeds above ½, which on 3 seeds needs all three), and the mass does not
 #   fall between neighbouring ratios: for each pair $r_{k-1}<r_k$ of the sweep, the paired change
-#   of the mass from $r_{k-1}$ to $r_k$ has its one-sided 95% Student-t lower bound (the lower end
-#   of the 90% interval) above $-10^{-3}$ (`FLOAT32_SLACK` below: float32 attention saturates near
-#   1 at large $r$, where neighbouring ratios tie and their difference is rounding).
+#   of the mass from $r_{k-1}$ to $r_k$ is above $-10^{-3}$ in most seeds (the same Wilson bound;
+#   `FLOAT32_SLACK` below: float32 attention saturates near 1 at large $r$, where neighbouring ratios
+#   tie and their difference is rounding). A sign claim on paired seeds, it does not ask the spread
+#   of the rise to be small: on 3 seeds a t bound failed runs in which every seed rose.
 # - *A6, AC*: the paired change of AC at $\tau_a$ from $r=1$ to $r_{\max}$ is never negative, and
 #   positive in every seed where AC can still rise, $\mathrm{AC}(1)<1-0.02$ (`AC_MARGIN` below:
 #   0.02 is twenty sequences of a 1000-sequence test set). Its domain
@@ -263,10 +264,11 @@ for (opt, level), res in results.items():
         domain=claims.domain(two),
     )
 for (opt, level, r_lo, r_hi), step in experiments.paired_steps(results, "attn_relevant").items():
-    claims.check_mean(
-        "A6", step, above=-FLOAT32_SLACK, level=0.90, source="paper",
-        tolerance=f"one-sided 95% lower bound above −{FLOAT32_SLACK:g}: no fall beyond float32 ties",
-        what=f"{opt}, L* = {level:g}: attention mass at r = {r_hi:g} minus at r = {r_lo:g}",
+    claims.check_share(
+        "A6", step > -FLOAT32_SLACK, above=0.5, source="paper", domain=claims.domain(seeds),
+        tolerance=f"the mass falls by no more than {FLOAT32_SLACK:g} (float32 ties) in most seeds",
+        what=f"{opt}, L* = {level:g}: attention mass at r = {r_hi:g} minus at r = {r_lo:g} ≥ −{FLOAT32_SLACK:g} "
+        f"in most seeds (per seed {np.round(step, 4).tolist()})",
     )
 for (opt, level, r), acc_change in experiments.paired_changes(results, "accuracy").items():
     claims.check_mean(
