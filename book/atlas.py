@@ -25,7 +25,7 @@
 # (`dask scheduler` on one machine, `dask worker tcp://HOST:8786` on each of the others):
 #
 # ```bash
-# python -m attnflow.atlas --draws 20 --workers 2
+# python -m attnflow.atlas --draws 20 --profile book --workers 2
 # python -m attnflow.atlas --draws 20 --scheduler tcp://HOST:8786
 # ```
 #
@@ -59,7 +59,8 @@ rep.page_table()
 # change to its domains). In {glue:text}`frac_clean:.1%` of the runs (95% Wilson interval
 # {glue:text}`frac_clean_lo:.2f`–{glue:text}`frac_clean_hi:.2f`) every claim either passed or was
 # outside its domain; {glue:text}`n_failed_points` runs had at least one failed claim and
-# {glue:text}`n_error_points` raised. Each point is one smoke run of about 20–70 s on one core.
+# {glue:text}`n_error_points` raised. Each point is one run of its page at that profile: at the book
+# profile 14–28 s (median per page) on one core of the shared 2-core machine.
 #
 # ## Where claims fail
 #
