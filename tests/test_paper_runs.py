@@ -37,6 +37,15 @@ def test_summary_counts_runs_failures_and_pages_not_run():
     assert text.endswith("Devices: CPU ×2, H200.")
 
 
+def test_summary_tells_a_page_that_stopped_from_one_that_failed_claims():
+    """A page whose training cell raised (no claim checked) is not counted as failing claims."""
+    ok = dict(page="a", seconds=30.0, claims={"passed": 3, "failed": 0}, status="ok", device="CPU ×2")
+    stopped = dict(page="b", seconds=322.0, claims={"passed": 0, "failed": 0}, device="CPU ×2",
+                   status="page failed: TrainingDiverged: FAFO r = 10")  # fmt: skip
+    text = sphinx_runs.summarize([ok, stopped])
+    assert "with failed claims" not in text and "1 stopped before the end" in text and "b;" in text
+
+
 def test_summary_counts_a_page_with_a_cpu_and_a_cuda_record_once():
     """A page not run on the CPU and run on a GPU counts as run; the table keeps both rows."""
     cpu = dict(page="a", seconds=None, claims={}, status="not run", note="2 h on 2 CPUs", device="CPU ×2 (x)")

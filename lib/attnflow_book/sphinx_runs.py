@@ -75,8 +75,9 @@ def backend(record: dict) -> str:
 
 def summarize(runs: list[dict]) -> str:
     """One sentence from the records: how many pages ran to the end with no failed claim (and the
-    longest of those runs), how many failed claims or did not run here, and on which devices. A page
-    with a record per kind of device counts once: as run when one of its records ran to the end."""
+    longest of those runs), how many failed claims, stopped before the end or did not run here, and on
+    which devices. A page with a record per kind of device counts once: as run when one of its records
+    ran to the end."""
     done = [
         r
         for r in runs
@@ -84,13 +85,13 @@ def summarize(runs: list[dict]) -> str:
         and not (r.get("claims") or {}).get("failed")
         and r.get("status") in ("ok", "imported")
     ]
-    failed = [
-        r for r in runs if (r.get("claims") or {}).get("failed") or str(r.get("status", "")).startswith("page failed")
-    ]
+    failed = [r for r in runs if (r.get("claims") or {}).get("failed")]
+    stopped = [r for r in runs if str(r.get("status", "")).startswith("page failed") and r not in failed]
     pages = list(dict.fromkeys(r["page"] for r in runs))
     done_pages = {r["page"] for r in done}
     failed_pages = list(dict.fromkeys(r["page"] for r in failed))
-    not_run = [p for p in pages if p not in done_pages and p not in failed_pages]
+    stopped_pages = [p for p in dict.fromkeys(r["page"] for r in stopped) if p not in failed_pages]
+    not_run = [p for p in pages if p not in done_pages and p not in failed_pages and p not in stopped_pages]
     longest = max(done, key=lambda r: r["seconds"]) if done else None
     devices = sorted({r.get("device", "") for r in done})
     parts = [
@@ -99,6 +100,11 @@ def summarize(runs: list[dict]) -> str:
     ]
     if failed_pages:
         parts.append(f"{len(failed_pages)} with failed claims ({', '.join(failed_pages)})")
+    if stopped_pages:
+        parts.append(
+            f"{len(stopped_pages)} stopped before the end (a cell raised or ran out of time: "
+            f"{', '.join(stopped_pages)}; the reason in the table)"
+        )
     if not_run:
         parts.append(f"{len(not_run)} were not run to the end here (size and reason in the note column)")
     return "; ".join(parts) + (f". Devices: {', '.join(devices)}." if devices else ".")
